@@ -1,0 +1,65 @@
+# Developer entry points. Every target fails loudly; CI runs `make test` (see .ci/run).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+ARGS ?=
+PYTEST_ARGS ?=
+PORT ?= 6006
+RUN ?= runs/latest
+
+.PHONY: help setup profile test lint format tensorboard bench report browser clean clean-runs
+
+help:
+	@echo "make profile       set up on first use, then profile the default suite -> runs/<id>/"
+	@echo "make profile FULL=1   the seeds' own step counts (1e5 steps for seed 000)"
+	@echo "make test          the whole test suite (TensorFlow, TensorBoard, Chromium included)"
+	@echo "make tensorboard   TensorBoard on 127.0.0.1:$(PORT) over $(RUN)/tensorboard"
+	@echo "make bench         overhead and prediction figures for this machine"
+	@echo "make lint          ruff (lint + format check) and mypy"
+	@echo "make clean         caches and build files (never runs/; that is 'make clean-runs')"
+
+# The virtualenv, rebuilt when pyproject.toml changes.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+# Debian's Chromium for the browser tests, installed when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+
+profile: $(STAMP)
+	$(PY) -m profiler run $(if $(FULL),--full) $(ARGS)
+
+report: $(STAMP)
+	$(PY) -m profiler report $(RUN)
+
+test: $(STAMP) browser
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy profiler workloads reports
+
+format: $(STAMP)
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache tests-output
+	find . -name __pycache__ -not -path './.venv/*' -prune -exec rm -rf {} +
+
+# Deletes every run; only ever by this name.
+clean-runs:
+	rm -rf runs

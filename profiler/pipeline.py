@@ -1,0 +1,109 @@
+"""One run from start to finish: run folder -> workloads -> summary -> report -> rename.
+
+Place in the pipeline: called by ``cli``; calls ``runner`` for capture, ``summary`` for the
+analysis document and ``reports`` for the renderers. The run folder is ``<id>.partial`` until
+everything is written; an interrupted run keeps its partial folder with a summary of what
+finished (status ``interrupted``) and leaves ``runs/latest`` alone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from profiler import env, rundir, summary
+from profiler.runner import RunOptions, WorkloadOutcome, run_all
+
+EXIT_OK = 0
+EXIT_WORKLOAD_FAILED = 1
+EXIT_USAGE = 2
+EXIT_OUTPUT = 3
+EXIT_INTERRUPTED = 130
+
+RENDERERS = ("summary.json", "report.html")
+
+
+@dataclass
+class RunResult:
+    """Where a run went and how it ended."""
+
+    run_id: str
+    run_dir: Path
+    status: str
+    summary: dict[str, Any]
+    outcomes: list[WorkloadOutcome]
+
+    @property
+    def exit_status(self) -> int:
+        if self.status == "interrupted":
+            return EXIT_INTERRUPTED
+        return EXIT_OK if self.status == "ok" else EXIT_WORKLOAD_FAILED
+
+    @property
+    def report_path(self) -> Path:
+        return self.run_dir / "report.html"
+
+
+def write_outputs(run_dir: Path, doc: dict[str, Any]) -> None:
+    """Validate ``doc`` and write ``summary.json`` and ``report.html`` into ``run_dir``."""
+    from reports import html, viewmodel
+
+    summary.validate(doc)
+    rundir.atomic_write_text(run_dir / "summary.json", summary.dumps(doc))
+    rundir.atomic_write_text(run_dir / "report.html", html.render(viewmodel.build(doc)))
+
+
+def execute(opts: RunOptions, now: float | None = None) -> RunResult:
+    """Run everything ``opts`` asks for; raise ``rundir.RunDirError`` if nothing can be written."""
+    run_id, partial = rundir.create_partial(opts.out_root, now)
+    info = summary.RunInfo(
+        run_id=run_id,
+        phases=list(opts.phases),
+        options={
+            "timeout_s": opts.timeout_s,
+            "warmup_steps": opts.warmup_steps,
+            "metric_points": opts.metric_points,
+            "phase_steps": dict(opts.phase_steps),
+            **{k: v for k, v in opts.options.items() if isinstance(v, (int, float, str, bool))},
+        },
+    )
+    environment = env.capture()
+    outcomes: list[WorkloadOutcome] = []
+    try:
+        outcomes = run_all(opts, partial)
+    except KeyboardInterrupt:
+        info.status = "interrupted"
+        info.finished = time.time()
+        doc = summary.build(info, _collected(partial, opts), environment)
+        write_outputs(partial, doc)
+        return RunResult(run_id, partial, info.status, doc, [])
+    info.finished = time.time()
+    info.status = "ok" if all(o.status == "ok" for o in outcomes) else "failed"
+    doc = summary.build(info, outcomes, environment)
+    write_outputs(partial, doc)
+    final = rundir.finalize(opts.out_root, run_id)
+    return RunResult(run_id, final, info.status, doc, outcomes)
+
+
+def _collected(run_dir: Path, opts: RunOptions) -> list[WorkloadOutcome]:
+    """Outcomes for the workloads that left a trace before an interruption (marked partial)."""
+    from profiler.runner import load_trace
+
+    out = []
+    for spec in opts.workloads:
+        slug = rundir.slug(spec.name)
+        path = run_dir / "workloads" / slug / "model.json.gz"
+        if not path.exists():
+            continue
+        try:
+            trace = load_trace(path)
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+        status = "ok" if trace.status == "ok" else "failed"
+        error = "" if status == "ok" else "interrupted before it finished"
+        out.append(
+            WorkloadOutcome(spec, slug, status, trace, error, params=opts.params[spec.name])
+        )
+    return out

@@ -1,0 +1,295 @@
+"""The runner: one process per workload, time-outs, failure isolation, progress.
+
+Place in the pipeline: ``cli`` -> **runner** -> (``worker`` processes) -> ``summary`` ->
+``reports``. The runner owns the run folder (``profiler.rundir``): it creates
+``runs/<id>.partial/``, starts ``python -m profiler.worker`` for each workload with its own
+folder, waits for it under a time-out, and turns whatever it left (``model.json.gz``, possibly
+partial; ``error.txt``; the tail of its stderr) into a ``WorkloadOutcome``. A workload that raises,
+crashes or hangs is recorded as failed or timed out and the next one runs.
+
+The workload's own stdout and stderr go to ``stdout.log`` and ``stderr.log`` in its folder, so the
+terminal shows only the progress bar and the final table.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from profiler import rundir
+from profiler.model import FAILED, OK, PARTIAL, TIMEOUT, WorkloadTrace, from_jsonable
+from profiler.worker import MODEL_FILE, WorkerSpec
+from workloads.base import Params, WorkloadSpec
+
+#: Child environment: TensorFlow's C++ INFO/WARNING lines off (FULL_TRACE prints 5 per step).
+CHILD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
+STDERR_TAIL_LINES = 12
+
+
+@dataclass
+class WorkloadOutcome:
+    """What one workload process left behind.
+
+    Attributes:
+        spec: the workload.
+        slug: its folder name under ``workloads/`` and ``tensorboard/``.
+        status: ``ok``, ``failed``, ``timeout`` (``partial`` traces are marked failed/timeout).
+        trace: the trace it wrote (possibly partial), or None if it wrote none.
+        error: the tail of its error, for anything but ok.
+        wall_ns: wall time of the process.
+        returncode: the process's exit status (None if killed on time-out).
+    """
+
+    spec: WorkloadSpec
+    slug: str
+    status: str
+    trace: WorkloadTrace | None
+    error: str = ""
+    wall_ns: int = 0
+    returncode: int | None = None
+    params: Params | None = None
+
+
+@dataclass
+class RunOptions:
+    """What to run and how.
+
+    Attributes:
+        workloads: specs to run, in order.
+        params: parameters per workload name.
+        phases: phase names, in ``PHASE_ORDER``.
+        out_root: the ``runs/`` folder.
+        timeout_s: wall-time limit per workload process.
+        warmup_steps: warm-up steps per workload.
+        metric_points: loss points recorded across the timed window.
+        phase_steps: explicit window sizes per phase (overrides budgets).
+        options: phase options (e.g. ``{"sample_rate": 100}``).
+        progress: show a progress bar (on a terminal).
+    """
+
+    workloads: list[WorkloadSpec]
+    params: dict[str, Params]
+    phases: list[str]
+    out_root: Path = Path("runs")
+    timeout_s: float = 300.0
+    warmup_steps: int = 50
+    metric_points: int = 20
+    phase_steps: dict[str, int] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    progress: bool = True
+
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+def load_trace(path: Path) -> WorkloadTrace:
+    """Read a ``model.json.gz`` written by a workload process."""
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return from_jsonable(WorkloadTrace, json.load(fh))
+
+
+def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace").rstrip().splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])
+
+
+def _kill_group(proc: subprocess.Popen[bytes], grace_s: float = 3.0) -> None:
+    """SIGTERM the process group, then SIGKILL what is left after ``grace_s``."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_workload_process(
+    spec: WorkloadSpec,
+    params: Params,
+    opts: RunOptions,
+    run_dir: Path,
+    slug: str,
+    progress: Progress,
+) -> WorkloadOutcome:
+    """Run one workload in its own process and collect what it leaves, whatever happens."""
+    wdir = run_dir / "workloads" / slug
+    tbdir = run_dir / "tensorboard" / slug
+    wdir.mkdir(parents=True, exist_ok=True)
+    tbdir.mkdir(parents=True, exist_ok=True)
+    wspec = WorkerSpec(
+        workload=spec.ref,
+        params={"steps": params.steps, "n": params.n, "seed": params.seed, "k": params.k},
+        phases=list(opts.phases),
+        workload_dir=str(wdir.resolve()),
+        tensorboard_dir=str(tbdir.resolve()),
+        warmup_steps=opts.warmup_steps,
+        metric_points=opts.metric_points,
+        phase_steps=dict(opts.phase_steps),
+        options=dict(opts.options),
+    )
+    spec_path = wdir / "worker-spec.json"
+    rundir.atomic_write_text(spec_path, wspec.to_json())
+    read_fd, write_fd = os.pipe()
+    env = dict(os.environ, **CHILD_ENV, PROFILER_PROGRESS_FD=str(write_fd))
+    t0 = time.monotonic_ns()
+    with open(wdir / "stdout.log", "wb") as out, open(wdir / "stderr.log", "wb") as err:
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "profiler.worker", str(spec_path.resolve())],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+            )
+        finally:
+            os.close(write_fd)
+        reader = threading.Thread(target=_pump, args=(read_fd, progress), daemon=True)
+        reader.start()
+        timed_out = False
+        try:
+            proc.wait(timeout=opts.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+        except BaseException:  # Ctrl-C in the runner: take the child down too
+            _kill_group(proc, grace_s=1.0)
+            raise
+        reader.join(timeout=5)
+    wall_ns = time.monotonic_ns() - t0
+    trace: WorkloadTrace | None = None
+    load_error = ""
+    if (wdir / MODEL_FILE).exists():
+        try:
+            trace = load_trace(wdir / MODEL_FILE)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            load_error = f"its {MODEL_FILE} could not be read: {exc}"
+    if timed_out:
+        status = TIMEOUT
+        error = f"timed out after {opts.timeout_s:g} s"
+        done = [p.name for p in trace.phases] if trace else []
+        if done:
+            error += f"; phases completed: {', '.join(done)}"
+    elif proc.returncode == 0 and trace is not None and trace.status == OK:
+        status, error = OK, ""
+    else:
+        status = FAILED
+        error = _tail(wdir / "error.txt") or _tail(wdir / "stderr.log")
+        if proc.returncode and proc.returncode < 0:
+            error = f"killed by signal {-proc.returncode}\n{error}".strip()
+        if load_error:
+            error = f"{error}\n{load_error}".strip()
+        error = error or f"exited with status {proc.returncode}"
+    if trace is not None and status != OK and trace.status in (OK, PARTIAL):
+        from dataclasses import replace
+
+        trace = replace(trace, status=status, error=error)
+    return WorkloadOutcome(
+        spec=spec,
+        slug=slug,
+        status=status,
+        trace=trace,
+        error=error,
+        wall_ns=wall_ns,
+        returncode=None if timed_out else proc.returncode,
+        params=params,
+    )
+
+
+def _pump(fd: int, progress: Progress) -> None:
+    with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as stream:
+        for line in stream:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                progress(event)
+
+
+class ProgressBar:
+    """One bar over the whole run: a unit per workload step of the schedule (build, warm-up,
+    each phase), advanced fractionally as a phase's window progresses."""
+
+    def __init__(self, opts: RunOptions) -> None:
+        self.per_workload = 2 + len(opts.phases)
+        self.enabled = opts.progress
+        self.bar: Any = None
+        if self.enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=self.per_workload * len(opts.workloads),
+                unit="phase",
+                dynamic_ncols=True,
+                bar_format="{l_bar}{bar}| {n:.1f}/{total} phases [{elapsed}<{remaining}]",
+                disable=None,  # off when stderr is not a terminal
+            )
+        self.base = 0.0
+        self.order = ["build", "warmup", *opts.phases]
+        self.lock = threading.Lock()
+
+    def start(self, index: int, name: str) -> None:
+        self.base = float(index * self.per_workload)
+        self._set(self.base, f"{name} · starting")
+
+    def event(self, e: dict[str, Any]) -> None:
+        phase = str(e.get("phase", ""))
+        pos = self.order.index(phase) if phase in self.order else 0
+        total = max(int(e.get("total", 1) or 1), 1)
+        frac = min(int(e.get("done", 0) or 0) / total, 1.0)
+        self._set(self.base + pos + frac, f"{e.get('workload', '')} · {phase}")
+
+    def finish(self, index: int, name: str, status: str) -> None:
+        self._set(float((index + 1) * self.per_workload), f"{name} · {status}")
+
+    def _set(self, value: float, desc: str) -> None:
+        if self.bar is None:
+            return
+        with self.lock:
+            self.bar.n = value
+            self.bar.set_description_str(desc, refresh=False)
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run_all(opts: RunOptions, run_dir: Path) -> list[WorkloadOutcome]:
+    """Run every workload of ``opts`` into ``run_dir``; never raises for a workload's failure."""
+    bar = ProgressBar(opts)
+    outcomes: list[WorkloadOutcome] = []
+    used: set[str] = set()
+    try:
+        for i, spec in enumerate(opts.workloads):
+            slug = rundir.slug(spec.name)
+            while slug in used:
+                slug += "_"
+            used.add(slug)
+            bar.start(i, spec.name)
+            outcome = run_workload_process(
+                spec, opts.params[spec.name], opts, run_dir, slug, bar.event
+            )
+            outcomes.append(outcome)
+            bar.finish(i, spec.name, outcome.status)
+    finally:
+        bar.close()
+    return outcomes

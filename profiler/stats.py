@@ -1,0 +1,90 @@
+"""Step statistics: pure functions from windows to figures.
+
+Place in the pipeline: after capture, before the summary. No I/O, no printing.
+
+Per-step figures divide a timed unit by ``WorkDecl.units_per_step`` (a call that runs k steps).
+The steady state is the timed window; warm-up and the build are one-off costs, reported as their
+own line (``one_off``) and excluded from every steady-state figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from profiler.model import Inflation, Window, WorkDecl, WorkloadTrace, median_ns, percentile_ns
+
+
+@dataclass(frozen=True, slots=True)
+class StepStats:
+    """Figures for the steps of one window, per training step (ns)."""
+
+    steps: int
+    median_ns: int
+    p10_ns: int
+    p90_ns: int
+    mean_ns: int
+    total_ns: int
+
+
+def per_step(durations: tuple[int, ...], work: WorkDecl) -> tuple[int, ...]:
+    """Unit durations divided by the training steps per unit (integer ns)."""
+    k = work.units_per_step
+    return durations if k == 1 else tuple(d // k for d in durations)
+
+
+def window_stats(window: Window, work: WorkDecl) -> StepStats | None:
+    """Median, p10, p90, mean and total of a window's per-step times; None if it has no steps."""
+    d = per_step(window.durations_ns(), work)
+    if not d:
+        return None
+    return StepStats(
+        steps=len(d) * work.units_per_step,
+        median_ns=median_ns(d),
+        p10_ns=percentile_ns(d, 10),
+        p90_ns=percentile_ns(d, 90),
+        mean_ns=sum(d) // len(d),
+        total_ns=sum(window.durations_ns()),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OneOff:
+    """One-off costs: building the model/graph, and the warm-up's excess over the steady state.
+
+    ``warmup_excess_ns`` is the warm-up window's total minus its unit count times the timed
+    median unit, floored at zero; first-step tracing, graph optimisation and cold caches land here.
+    """
+
+    build_ns: int
+    warmup_total_ns: int
+    warmup_excess_ns: int
+    first_step_ns: int
+
+    @property
+    def total_ns(self) -> int:
+        return self.build_ns + self.warmup_excess_ns
+
+
+def one_off(trace: WorkloadTrace, steady_unit_ns: int) -> OneOff:
+    d = trace.warmup.durations_ns()
+    total = sum(d)
+    return OneOff(
+        build_ns=trace.build_ns,
+        warmup_total_ns=total,
+        warmup_excess_ns=max(0, total - len(d) * steady_unit_ns),
+        first_step_ns=d[0] if d else 0,
+    )
+
+
+def inflation(trace: WorkloadTrace) -> list[Inflation]:
+    """Each instrumented phase's median unit time against the timed phase's."""
+    timed = trace.phase("timed")
+    if timed is None or timed.window is None or timed.window.n_steps == 0:
+        return []
+    base = median_ns(timed.window.durations_ns())
+    out = []
+    for p in trace.phases:
+        if p.name == "timed" or p.window is None or p.window.n_steps == 0:
+            continue
+        out.append(Inflation(p.name, base, median_ns(p.window.durations_ns())))
+    return out

@@ -1,0 +1,234 @@
+"""What a workload is: a registered spec, and the loop object it builds.
+
+Place in the pipeline: the runner's workload process imports a workload module, calls its
+``build(params)`` and drives the returned ``Loop`` window by window (``profiler.worker``).
+Workload modules import TensorFlow only inside ``build``, so listing workloads stays fast.
+
+A ``Loop`` runs the training loop one *timed unit* at a time: ``run(n, marks, clock)`` executes
+``n`` units and appends one timestamp after each, the whole of the marker's hot path. State
+persists between calls, so successive windows are windows of one training run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, ContextManager, Iterable
+
+from profiler.clock import Clock
+from profiler.model import WorkDecl
+
+#: A per-step context factory a phase may ask for: called with the global step index.
+StepWrapper = Callable[[int], ContextManager[Any]]
+
+
+class WorkloadError(ValueError):
+    """Bad parameters for a workload (a user mistake, reported in one line)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Params:
+    """Parameters of one workload run.
+
+    Attributes:
+        steps: timed units in the timed phase's window.
+        n: problem size (training samples).
+        seed: random seed for data, initialisation and sampling (where the workload has any).
+        k: training steps per timed unit, for workloads that run several steps per call.
+    """
+
+    steps: int
+    n: int
+    seed: int = 0
+    k: int = 1
+
+    def validate(self) -> None:
+        if self.steps <= 0:
+            raise WorkloadError(f"steps must be a positive integer, got {self.steps}")
+        if self.n <= 0:
+            raise WorkloadError(f"n must be a positive integer, got {self.n}")
+        if self.k <= 0:
+            raise WorkloadError(f"k must be a positive integer, got {self.k}")
+
+    def with_(self, **changes: Any) -> Params:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A registered workload.
+
+    Attributes:
+        name: registry name (``numpy_gd``); also the module's name.
+        title: one line saying what it is.
+        doc: the module docstring: which seed it reproduces and what it shows.
+        seed: the seed question it belongs to (``"000"`` or ``"004"``).
+        framework: ``numpy``, ``tf1`` (graph + Session), ``tf2`` (eager / tf.function) or
+            ``keras``; phases use it to decide whether they apply.
+        defaults: default parameters.
+        full_steps: steps for ``make profile FULL=1`` (the seed's own count), if different.
+        build: builds the loop (imports heavy frameworks lazily).
+        default_suite: whether ``make profile`` runs it by default.
+    """
+
+    name: str
+    title: str
+    doc: str
+    seed: str
+    framework: str
+    defaults: Params
+    build: Callable[[Params], Loop]
+    full_steps: int | None = None
+    default_suite: bool = True
+    display_name: str = ""
+
+    @property
+    def uses_tensorflow(self) -> bool:
+        return self.framework in ("tf1", "tf2", "keras")
+
+    @property
+    def label(self) -> str:
+        """The name shown in reports (``display_name`` if set)."""
+        return self.display_name or self.name
+
+    @property
+    def ref(self) -> str:
+        """``module:ATTRIBUTE`` the workload process imports to find this spec."""
+        module = self.build.__module__
+        mod = sys.modules.get(module)
+        for attr, value in vars(mod).items() if mod else ():
+            if value is self:
+                return f"{module}:{attr}"
+        return f"{module}:WORKLOAD"
+
+
+class Loop:
+    """A training loop, driven one timed unit at a time.
+
+    Args:
+        step: runs one timed unit (one step, or ``k`` steps for in-graph loops).
+        work: declared work per timed unit.
+        params: returns the current model parameters (``{"W": ..., "b": ...}``).
+        eval_loss: loss on the workload's fixed evaluation set for given parameters; numpy,
+            outside the timed steps, the same formula for every implementation of a task.
+        line_targets: functions the lines phase profiles (default: ``step``).
+        close: releases resources (sessions) when the process is done.
+        info: facts about the loop phases may need (e.g. ``session`` for TF1 hooks).
+    """
+
+    def __init__(
+        self,
+        *,
+        step: Callable[[], Any],
+        work: WorkDecl,
+        params: Callable[[], dict[str, float]],
+        eval_loss: Callable[[dict[str, float]], float],
+        line_targets: Iterable[Callable[..., Any]] | None = None,
+        close: Callable[[], None] | None = None,
+        info: dict[str, Any] | None = None,
+    ) -> None:
+        self.step = step
+        self.work = work
+        self.params = params
+        self.eval_loss = eval_loss
+        self.line_targets = tuple(line_targets) if line_targets is not None else (step,)
+        self._close = close
+        self.info: dict[str, Any] = info or {}
+        self.steps_done = 0
+
+    def run(
+        self, n: int, marks: list[int], clock: Clock, wrap: StepWrapper | None = None
+    ) -> None:
+        """Run ``n`` timed units, appending ``clock()`` after each to ``marks``."""
+        step = self.step
+        append = marks.append
+        if wrap is None:
+            for _ in range(n):
+                step()
+                append(clock())
+        else:
+            first = self.steps_done
+            for i in range(n):
+                with wrap(first + i):
+                    step()
+                append(clock())
+        self.steps_done += n
+
+    def loss(self) -> float:
+        """Loss on the fixed evaluation set at the current parameters."""
+        return float(self.eval_loss(self.params()))
+
+    def close(self) -> None:
+        if self._close is not None:
+            self._close()
+
+
+@dataclass
+class Registry:
+    """Workloads by name, in registration order."""
+
+    specs: dict[str, WorkloadSpec] = field(default_factory=dict)
+
+    def add(self, spec: WorkloadSpec) -> None:
+        if spec.name in self.specs:
+            raise ValueError(f"workload {spec.name!r} registered twice")
+        self.specs[spec.name] = spec
+
+    def names(self) -> list[str]:
+        return list(self.specs)
+
+    def get(self, name: str) -> WorkloadSpec:
+        try:
+            return self.specs[name.removeprefix("workloads.")]
+        except KeyError:
+            raise KeyError(name) from None
+
+
+def load_ref(ref: str) -> WorkloadSpec:
+    """Import the spec ``module:ATTRIBUTE`` (``ATTRIBUTE`` defaults to ``WORKLOAD``)."""
+    module, _, attr = ref.partition(":")
+    spec = getattr(importlib.import_module(module), attr or "WORKLOAD", None)
+    if not isinstance(spec, WorkloadSpec):
+        raise LookupError(f"{ref} does not define a WorkloadSpec")
+    return spec
+
+
+def null_wrapper(_step: int) -> ContextManager[None]:
+    """A step wrapper that does nothing (for tests and uniform call sites)."""
+    return contextlib.nullcontext()
+
+
+# --- seed 000 data and loss ------------------------------------------------------------------
+
+
+def seed000_data(n: int) -> tuple[Any, Any]:
+    """The seed's data: ``x = arange(100, step=0.1)`` (n = 1000), stretched over [0, 100).
+
+    For n = 1000 this is exactly the seed's ``np.arange(100, step=0.1)``;
+    ``y = x + 20 sin(x / 10) + 15``.
+    """
+    import numpy as np
+
+    x = np.arange(n) * (100.0 / n)
+    y = x + 20 * np.sin(x / 10) + 15
+    return x, y
+
+
+def seed000_loss(x: Any, y: Any) -> Callable[[dict[str, float]], float]:
+    """The seed's quadratic loss ``sum((y - (W x + b))^2) / n`` in float64."""
+    import numpy as np
+
+    n = x.shape[0]
+
+    def loss(p: dict[str, float]) -> float:
+        return float(np.sum((y - (p["W"] * x + p["b"])) ** 2) / n)
+
+    return loss
+
+
+#: Learning rate and initial values of seed 000 (both implementations).
+SEED000_LR = 1e-4
+SEED000_W0 = 0.0
+SEED000_B0 = 0.0
