@@ -11,7 +11,7 @@ machine, so a workload process's timestamps line up with the runner's.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 Clock = Callable[[], int]
 

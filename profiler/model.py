@@ -25,8 +25,9 @@ import statistics
 import sys
 import types
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 #: Every step's wall time is split into these causes (``DESIGN.md``, "Categories").
 CATEGORIES: tuple[str, ...] = ("compute", "dispatch", "feed_fetch", "python", "tracing", "other")
@@ -354,8 +355,8 @@ def _convert(tp: Any, data: Any) -> Any:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         return _convert(args[0], data) if len(args) == 1 else data
     if origin is tuple:
-        args = typing.get_args(tp)
-        inner = args[0] if args else Any
+        targs = typing.get_args(tp)
+        inner = targs[0] if targs else Any
         return tuple(_convert(inner, v) for v in data)
     if origin is dict:
         return dict(data)
@@ -365,5 +366,5 @@ def _convert(tp: Any, data: Any) -> Any:
         for f in dataclasses.fields(tp):
             if f.name in data:
                 kwargs[f.name] = _convert(hints[f.name], data[f.name])
-        return tp(**kwargs)
+        return typing.cast(Any, tp)(**kwargs)
     return data

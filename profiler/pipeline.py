@@ -103,7 +103,5 @@ def _collected(run_dir: Path, opts: RunOptions) -> list[WorkloadOutcome]:
             continue
         status = "ok" if trace.status == "ok" else "failed"
         error = "" if status == "ok" else "interrupted before it finished"
-        out.append(
-            WorkloadOutcome(spec, slug, status, trace, error, params=opts.params[spec.name])
-        )
+        out.append(WorkloadOutcome(spec, slug, status, trace, error, params=opts.params[spec.name]))
     return out

@@ -21,9 +21,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from profiler import rundir
 from profiler.model import FAILED, OK, PARTIAL, TIMEOUT, WorkloadTrace, from_jsonable

@@ -140,7 +140,9 @@ def workload_summary(o: WorkloadOutcome) -> dict[str, Any]:
     )
     entry["work"] = _work_obj(w)
     entry["step_time"] = _stats_obj(timed_stats)
-    steady_unit = median_ns(timed.window.durations_ns()) if timed_stats and timed else 0
+    steady_unit = (
+        median_ns(timed.window.durations_ns()) if timed_stats and timed and timed.window else 0
+    )
     oo = stats.one_off(trace, steady_unit) if steady_unit else None
     entry["one_off"] = {
         "build_ms": _ms(trace.build_ns),
@@ -193,20 +195,22 @@ def build(
     """The whole summary document."""
     from profiler import __version__
 
-    return clean({
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": TOOL_NAME, "version": __version__},
-        "run": {
-            "id": info.run_id,
-            "status": info.status,
-            "started": _iso(info.started),
-            "wall_s": round((info.finished or time.time()) - info.started, 3),
-            "phases": list(info.phases),
-            "options": info.options,
-        },
-        "environment": environment,
-        "workloads": [workload_summary(o) for o in outcomes],
-    })
+    return clean(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": TOOL_NAME, "version": __version__},
+            "run": {
+                "id": info.run_id,
+                "status": info.status,
+                "started": _iso(info.started),
+                "wall_s": round((info.finished or time.time()) - info.started, 3),
+                "phases": list(info.phases),
+                "options": info.options,
+            },
+            "environment": environment,
+            "workloads": [workload_summary(o) for o in outcomes],
+        }
+    )
 
 
 def schema() -> dict[str, Any]:

@@ -14,13 +14,15 @@ drive it with a fake clock and a fake workload.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from profiler.clock import Clock, now_ns
 from profiler.model import (
@@ -45,6 +47,10 @@ MODEL_FILE = "model.json.gz"
 ERROR_TAIL_LINES = 12
 
 Progress = Callable[[dict[str, Any]], None]
+
+
+class LoopError(RuntimeError):
+    """The training loop itself raised: the workload fails (a phase's own failure does not)."""
 
 
 @dataclass
@@ -73,7 +79,13 @@ class WorkerSpec:
 
 
 def error_tail(exc: BaseException, lines: int = ERROR_TAIL_LINES) -> str:
-    """The last lines of an exception's traceback, ending with the exception itself."""
+    """The last lines of an exception's traceback, ending with the exception itself.
+
+    For a ``LoopError`` the tail is the loop's own exception, headed by where it happened.
+    """
+    if isinstance(exc, LoopError) and exc.__cause__ is not None:
+        text = "".join(traceback.format_exception(exc.__cause__)).rstrip().splitlines()
+        return "\n".join([str(exc), *text[-(lines - 1) :]])
     text = "".join(traceback.format_exception(exc)).rstrip().splitlines()
     return "\n".join(text[-lines:])
 
@@ -117,7 +129,10 @@ class _Schedule:
     def segment(self, n: int, wrap: StepWrapper | None) -> Segment:
         first = self.loop.steps_done
         marks = [self.clock()]
-        self.loop.run(n, marks, self.clock, wrap)
+        try:
+            self.loop.run(n, marks, self.clock, wrap)
+        except Exception as exc:
+            raise LoopError(f"{self.name} raised in step {first + len(marks) - 1}") from exc
         return Segment(first_step=first, boundaries_ns=tuple(marks))
 
     def window(
@@ -134,7 +149,7 @@ class _Schedule:
         Between segments the loss is recorded; that time is a ``Gap`` of the window.
         """
         if rewarm:
-            self.loop.run(rewarm, [], self.clock, wrap)
+            self.segment(rewarm, wrap)
         chunks = max(1, min(chunks, n))
         per = -(-n // chunks)
         segments: list[Segment] = []
@@ -150,7 +165,7 @@ class _Schedule:
             if chunks > 1:
                 self.record_metric(seg.end_ns)
         gaps = tuple(
-            Gap(a.end_ns, b.start_ns - a.end_ns, "metric") for a, b in zip(segments, segments[1:])
+            Gap(a.end_ns, b.start_ns - a.end_ns, "metric") for a, b in itertools.pairwise(segments)
         )
         return Window(phase=phase, segments=tuple(segments), gaps=gaps, rewarm_steps=rewarm)
 
@@ -246,10 +261,18 @@ def _run_phase(phase: Phase, ctx: PhaseContext, sched: _Schedule, params: Params
             chunks=int(ctx.options.get("metric_points", 20)) if phase.records_metrics else 1,
             rewarm=phase.budget.rewarm if phase.name != "timed" else 0,
         )
+        record = phase.remove(ctx, window)
         installed = False
-        return phase.remove(ctx, window)
+        return record
     except PhaseUnavailable as exc:
         return PhaseRecord(name=phase.name, status=UNAVAILABLE, reason=str(exc))
+    except LoopError:
+        if installed:
+            try:
+                phase.abort(ctx)
+            except Exception:
+                pass
+        raise
     except Exception as exc:  # a failing phase must not take the workload down
         if installed:
             try:

@@ -14,9 +14,7 @@ def table(vm: dict[str, Any]) -> str:
     header = ("workload", "status", "µs/step", "p10–p90 µs", "× fastest", "final loss")
     rows = [header]
     for r in vm["workloads"]:
-        spread = (
-            f"{r['p10_us']:.1f}–{r['p90_us']:.1f}" if r["p10_us"] is not None else "-"
-        )
+        spread = f"{r['p10_us']:.1f}–{r['p90_us']:.1f}" if r["p10_us"] is not None else "-"
         rows.append(
             (
                 r["label"],

@@ -73,6 +73,8 @@ def build(summary: dict[str, Any]) -> dict[str, Any]:
         "tool": summary.get("tool", {}),
         "schema_version": summary.get("schema_version"),
         "workloads": rows,
-        "failed": [{"label": r["label"], "status": r["status"], "error": r["error"]} for r in failed],
+        "failed": [
+            {"label": r["label"], "status": r["status"], "error": r["error"]} for r in failed
+        ],
         "environment": summary.get("environment", {}),
     }

@@ -54,12 +54,12 @@ def default_suite() -> list[str]:
 
 
 __all__ = [
+    "REGISTRY",
     "Params",
     "WorkloadError",
     "WorkloadSpec",
-    "get",
-    "resolve",
-    "names",
     "default_suite",
-    "REGISTRY",
+    "get",
+    "names",
+    "resolve",
 ]

@@ -14,14 +14,16 @@ from __future__ import annotations
 import contextlib
 import importlib
 import sys
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, ContextManager, Iterable
+from typing import Any
 
 from profiler.clock import Clock
 from profiler.model import WorkDecl
 
 #: A per-step context factory a phase may ask for: called with the global step index.
-StepWrapper = Callable[[int], ContextManager[Any]]
+StepWrapper = Callable[[int], AbstractContextManager[Any]]
 
 
 class WorkloadError(ValueError):
@@ -138,9 +140,7 @@ class Loop:
         self.info: dict[str, Any] = info or {}
         self.steps_done = 0
 
-    def run(
-        self, n: int, marks: list[int], clock: Clock, wrap: StepWrapper | None = None
-    ) -> None:
+    def run(self, n: int, marks: list[int], clock: Clock, wrap: StepWrapper | None = None) -> None:
         """Run ``n`` timed units, appending ``clock()`` after each to ``marks``."""
         step = self.step
         append = marks.append
@@ -195,7 +195,7 @@ def load_ref(ref: str) -> WorkloadSpec:
     return spec
 
 
-def null_wrapper(_step: int) -> ContextManager[None]:
+def null_wrapper(_step: int) -> AbstractContextManager[None]:
     """A step wrapper that does nothing (for tests and uniform call sites)."""
     return contextlib.nullcontext()
 

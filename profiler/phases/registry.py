@@ -5,7 +5,8 @@ Later phases (sampled, lines, framework, hooks) add their rows here; nothing els
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from profiler.model import PHASE_ORDER
 from profiler.phases import Budget, Phase
