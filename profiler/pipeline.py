@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from profiler import env, rundir, summary
 from profiler.runner import RunOptions, WorkloadOutcome, run_all
@@ -44,6 +44,26 @@ class RunResult:
     @property
     def report_path(self) -> Path:
         return self.run_dir / "report.html"
+
+
+#: Per-workload renderers that run in the runner after capture: (run folder, outcome) -> the
+#: files written, relative to the run folder. A writer's failure is recorded, never fatal.
+ArtefactWriter = Callable[[Path, WorkloadOutcome], list[str]]
+ARTEFACT_WRITERS: dict[str, ArtefactWriter] = {}
+
+
+def write_artefacts(run_dir: Path, outcomes: list[WorkloadOutcome]) -> dict[str, list[str]]:
+    """Run every artefact writer over every outcome that has a trace; returns problems by slug."""
+    problems: dict[str, list[str]] = {}
+    for o in outcomes:
+        if o.trace is None:
+            continue
+        for name, writer in ARTEFACT_WRITERS.items():
+            try:
+                writer(run_dir, o)
+            except Exception as exc:  # one renderer's bug must not lose the run
+                problems.setdefault(o.slug, []).append(f"{name}: {type(exc).__name__}: {exc}")
+    return problems
 
 
 def write_outputs(run_dir: Path, doc: dict[str, Any]) -> None:
@@ -79,6 +99,8 @@ def execute(opts: RunOptions, now: float | None = None) -> RunResult:
         doc = summary.build(info, _collected(partial, opts), environment)
         write_outputs(partial, doc)
         return RunResult(run_id, partial, info.status, doc, [])
+    for slug, problems in write_artefacts(partial, outcomes).items():
+        info.notes.extend(f"{slug}: {p}" for p in problems)
     info.finished = time.time()
     info.status = "ok" if all(o.status == "ok" for o in outcomes) else "failed"
     doc = summary.build(info, outcomes, environment)

@@ -42,6 +42,7 @@ class RunInfo:
     finished: float = 0.0
     status: str = OK
     options: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def _us(ns: int | float) -> float:
@@ -164,6 +165,7 @@ def workload_summary(o: WorkloadOutcome) -> dict[str, Any]:
                 "median_us": _us(ps.median_ns) if ps else None,
                 "inflation": round(inflation[p.name], 4) if p.name in inflation else None,
                 "artefacts": list(p.artefacts),
+                "data": p.data,
             }
         )
     last_step = max(
