@@ -208,6 +208,7 @@ def build(
                 "wall_s": round((info.finished or time.time()) - info.started, 3),
                 "phases": list(info.phases),
                 "options": info.options,
+                "notes": list(info.notes),
             },
             "environment": environment,
             "workloads": [workload_summary(o) for o in outcomes],
