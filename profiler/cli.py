@@ -5,6 +5,7 @@ Commands::
     python -m profiler run [WORKLOAD ...] [options]   profile workloads (default: the suite)
     python -m profiler list                           registered workloads
     python -m profiler report RUN                     re-render RUN's report from its summary
+    python -m profiler setup                          fetch the report's charting library
 
 Exit status: 0 everything ran; 1 the run was written but a workload failed or timed out;
 2 bad input (unknown workload, bad number); 3 the output folder cannot be written;
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     sub.add_parser("list", help="list registered workloads")
+    sub.add_parser("setup", help="fetch the report's charting library (done by make)")
 
     rep = sub.add_parser("report", help="re-render a run's report from its summary.json")
     rep.add_argument("run", type=Path, help="a run folder (e.g. runs/latest)")
@@ -215,7 +217,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "report": cmd_report}
+def cmd_setup(_args: argparse.Namespace) -> int:
+    from profiler import assets
+
+    return assets.setup()
+
+
+COMMANDS = {"run": cmd_run, "list": cmd_list, "report": cmd_report, "setup": cmd_setup}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,6 +23,11 @@ import time
 from pathlib import Path
 
 PARTIAL_SUFFIX = ".partial"
+
+# mkstemp creates files 0600; written files get the usual 0666 & ~umask instead.
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+_FILE_MODE = 0o666 & ~_UMASK
 LATEST = "latest"
 
 
@@ -35,6 +40,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
