@@ -99,6 +99,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--metric-points", type=_positive_int, default=20, help="loss points in the timed window"
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--experiments",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run the counterfactual pairs and the size sweep among the selected workloads "
+        "(default: on for the whole suite, off when workloads are named)",
+    )
+    run.add_argument(
+        "--sweep-sizes",
+        type=lambda t: [_positive_int(x) for x in _csv(t)],
+        default=None,
+        help="problem sizes for the sweep (default 10,100,1000,10000,100000)",
+    )
 
     sub.add_parser("list", help="list registered workloads")
     sub.add_parser("setup", help="fetch the report's charting library (done by make)")
@@ -169,6 +182,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         warmup_steps=args.warmup,
         metric_points=args.metric_points,
         progress=not args.no_progress,
+        experiments=(
+            args.experiments
+            if args.experiments is not None
+            else not (args.targets or args.workloads)
+        ),
+        sweep_sizes=args.sweep_sizes or [],
     )
     try:
         result = pipeline.execute(opts)

@@ -8,6 +8,7 @@ finished (status ``interrupted``) and leaves ``runs/latest`` alone.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,51 @@ def write_artefacts(run_dir: Path, outcomes: list[WorkloadOutcome]) -> dict[str,
     return problems
 
 
+def run_experiments(opts: RunOptions, run_dir: Path) -> dict[str, Any] | None:
+    """Run the pairs and the sweep whose workloads were selected; None if there are none.
+
+    Returns ``experiments.json`` with the process's ``status`` and ``error`` added; whatever
+    it measured before a failure or time-out is kept.
+    """
+    from profiler.experiments import DEFAULT_SIZES, PAIRS, SWEEP_WORKLOADS
+    from profiler.experiments_worker import RESULT_FILE, ExperimentSpec
+    from profiler.runner import TaskBar, run_process
+
+    selected = {s.name for s in opts.workloads}
+    pairs = [p.name for p in PAIRS if p.baseline in selected and p.variant in selected]
+    sweep = [w for w in SWEEP_WORKLOADS if w in selected]
+    if not pairs and not sweep:
+        return None
+    xdir = run_dir / "experiments"
+    xdir.mkdir(parents=True, exist_ok=True)
+    spec = ExperimentSpec(
+        out_dir=str(xdir.resolve()),
+        pairs=pairs,
+        sweep_workloads=sweep,
+        sizes=list(opts.sweep_sizes or DEFAULT_SIZES),
+    )
+    spec_path = xdir / "spec.json"
+    rundir.atomic_write_text(spec_path, spec.to_json())
+    bar = TaskBar(opts.progress, "experiments")
+    try:
+        proc = run_process("profiler.experiments_worker", spec_path, xdir, opts.timeout_s, bar.event)
+    finally:
+        bar.close()
+    raw: dict[str, Any] = {"pairs": [], "sweep": {}}
+    try:
+        raw = json.loads((xdir / RESULT_FILE).read_text())
+    except (OSError, ValueError):
+        pass
+    if proc.timed_out:
+        raw.update(status="timeout", error=f"timed out after {opts.timeout_s:g} s")
+    elif proc.returncode != 0:
+        err = (xdir / "error.txt").read_text() if (xdir / "error.txt").exists() else ""
+        raw.update(status="failed", error=err.strip() or f"exited with {proc.returncode}")
+    else:
+        raw.update(status="ok", error="")
+    return raw
+
+
 def write_outputs(run_dir: Path, doc: dict[str, Any]) -> None:
     """Validate ``doc`` and write ``summary.json`` and ``report.html`` into ``run_dir``."""
     from reports import html, viewmodel
@@ -99,11 +145,18 @@ def execute(opts: RunOptions, now: float | None = None) -> RunResult:
         doc = summary.build(info, _collected(partial, opts), environment)
         write_outputs(partial, doc)
         return RunResult(run_id, partial, info.status, doc, [])
+    experiments = None
+    if opts.experiments:
+        try:
+            experiments = run_experiments(opts, partial)
+        except KeyboardInterrupt:
+            experiments = None
+            info.notes.append("experiments interrupted")
     for slug, problems in write_artefacts(partial, outcomes).items():
         info.notes.extend(f"{slug}: {p}" for p in problems)
     info.finished = time.time()
     info.status = "ok" if all(o.status == "ok" for o in outcomes) else "failed"
-    doc = summary.build(info, outcomes, environment)
+    doc = summary.build(info, outcomes, environment, experiments)
     write_outputs(partial, doc)
     final = rundir.finalize(opts.out_root, run_id)
     return RunResult(run_id, final, info.status, doc, outcomes)

@@ -75,6 +75,9 @@ class RunOptions:
         phase_steps: explicit window sizes per phase (overrides budgets).
         options: phase options (e.g. ``{"sample_rate": 100}``).
         progress: show a progress bar (on a terminal).
+        experiments: run the counterfactual pairs and the size sweep whose workloads are
+            among ``workloads`` (``profiler.experiments``).
+        sweep_sizes: problem sizes for the sweep.
     """
 
     workloads: list[WorkloadSpec]
@@ -87,6 +90,8 @@ class RunOptions:
     phase_steps: dict[str, int] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
+    experiments: bool = False
+    sweep_sizes: list[int] = field(default_factory=list)
 
 
 Progress = Callable[[dict[str, Any]], None]
@@ -146,35 +151,8 @@ def run_workload_process(
     )
     spec_path = wdir / "worker-spec.json"
     rundir.atomic_write_text(spec_path, wspec.to_json())
-    read_fd, write_fd = os.pipe()
-    env = dict(os.environ, **CHILD_ENV, PROFILER_PROGRESS_FD=str(write_fd))
-    t0 = time.monotonic_ns()
-    with open(wdir / "stdout.log", "wb") as out, open(wdir / "stderr.log", "wb") as err:
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "profiler.worker", str(spec_path.resolve())],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                env=env,
-                pass_fds=(write_fd,),
-                start_new_session=True,
-            )
-        finally:
-            os.close(write_fd)
-        reader = threading.Thread(target=_pump, args=(read_fd, progress), daemon=True)
-        reader.start()
-        timed_out = False
-        try:
-            proc.wait(timeout=opts.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-        except BaseException:  # Ctrl-C in the runner: take the child down too
-            _kill_group(proc, grace_s=1.0)
-            raise
-        reader.join(timeout=5)
-    wall_ns = time.monotonic_ns() - t0
+    proc = run_process("profiler.worker", spec_path, wdir, opts.timeout_s, progress)
+    timed_out, wall_ns = proc.timed_out, proc.wall_ns
     trace: WorkloadTrace | None = None
     load_error = ""
     if (wdir / MODEL_FILE).exists():
@@ -211,6 +189,57 @@ def run_workload_process(
         wall_ns=wall_ns,
         returncode=None if timed_out else proc.returncode,
         params=params,
+    )
+
+
+@dataclass
+class ProcessResult:
+    """How a measurement process ended."""
+
+    returncode: int | None
+    timed_out: bool
+    wall_ns: int
+
+
+def run_process(
+    module: str, spec_path: Path, workdir: Path, timeout_s: float, progress: Progress
+) -> ProcessResult:
+    """Run ``python -m module spec_path`` in its own session with a time-out.
+
+    Its stdout and stderr go to ``stdout.log``/``stderr.log`` in ``workdir``; progress events
+    arrive as JSON lines on a pipe. On time-out or Ctrl-C the whole process group is killed
+    (py-spy included); Ctrl-C is then re-raised.
+    """
+    read_fd, write_fd = os.pipe()
+    env = dict(os.environ, **CHILD_ENV, PROFILER_PROGRESS_FD=str(write_fd))
+    t0 = time.monotonic_ns()
+    with open(workdir / "stdout.log", "wb") as out, open(workdir / "stderr.log", "wb") as err:
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", module, str(spec_path.resolve())],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+            )
+        finally:
+            os.close(write_fd)
+        reader = threading.Thread(target=_pump, args=(read_fd, progress), daemon=True)
+        reader.start()
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+        except BaseException:  # Ctrl-C in the runner: take the child down too
+            _kill_group(proc, grace_s=1.0)
+            raise
+        reader.join(timeout=5)
+    return ProcessResult(
+        None if timed_out else proc.returncode, timed_out, time.monotonic_ns() - t0
     )
 
 
@@ -268,6 +297,30 @@ class ProgressBar:
             self.bar.n = value
             self.bar.set_description_str(desc, refresh=False)
             self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class TaskBar:
+    """A bar for a measurement process that reports ``done``/``total`` tasks (experiments)."""
+
+    def __init__(self, enabled: bool, label: str) -> None:
+        self.bar: Any = None
+        self.label = label
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=1, unit="task", dynamic_ncols=True, disable=None, desc=label)
+
+    def event(self, e: dict[str, Any]) -> None:
+        if self.bar is None:
+            return
+        self.bar.total = max(int(e.get("total", 1) or 1), 1)
+        self.bar.n = min(int(e.get("done", 0) or 0), self.bar.total)
+        self.bar.set_description_str(f"{self.label} · {e.get('phase', '')}", refresh=False)
+        self.bar.refresh()
 
     def close(self) -> None:
         if self.bar is not None:

@@ -192,10 +192,14 @@ def workload_summary(o: WorkloadOutcome) -> dict[str, Any]:
 
 
 def build(
-    info: RunInfo, outcomes: list[WorkloadOutcome], environment: dict[str, Any]
+    info: RunInfo,
+    outcomes: list[WorkloadOutcome],
+    environment: dict[str, Any],
+    experiments: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole summary document."""
     from profiler import __version__
+    from profiler import experiments as exp
 
     return clean(
         {
@@ -212,6 +216,7 @@ def build(
             },
             "environment": environment,
             "workloads": [workload_summary(o) for o in outcomes],
+            "experiments": exp.summarize(experiments) if experiments is not None else None,
         }
     )
 
