@@ -162,7 +162,9 @@ def resolution_ns(a: Sequence[int], b: Sequence[int], blocks: int = 1) -> int:
 
 
 def measured(a_steps: Sequence[int], b_steps: Sequence[int]) -> Measured:
-    return Measured(median_ns(list(a_steps)), median_ns(list(b_steps)), resolution_ns(a_steps, b_steps))
+    return Measured(
+        median_ns(list(a_steps)), median_ns(list(b_steps)), resolution_ns(a_steps, b_steps)
+    )
 
 
 @dataclass(frozen=True)

@@ -76,8 +76,13 @@ def run(spec: ExperimentSpec, clock: Clock = now_ns, progress: Any = lambda _e: 
     total = len(pairs) + len(spec.sweep_workloads)
     for i, pair in enumerate(pairs):
         progress({"workload": "experiments", "phase": pair.name, "done": i, "total": total})
-        entry: dict[str, Any] = {"name": pair.name, "baseline": pair.baseline,
-                                 "variant": pair.variant, "status": "ok", "error": ""}
+        entry: dict[str, Any] = {
+            "name": pair.name,
+            "baseline": pair.baseline,
+            "variant": pair.variant,
+            "status": "ok",
+            "error": "",
+        }
         try:
             for name in (pair.baseline, pair.variant):
                 if name not in loops:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from profiler import env, rundir, summary
 from profiler.runner import RunOptions, WorkloadOutcome, run_all
@@ -94,7 +95,9 @@ def run_experiments(opts: RunOptions, run_dir: Path) -> dict[str, Any] | None:
     rundir.atomic_write_text(spec_path, spec.to_json())
     bar = TaskBar(opts.progress, "experiments")
     try:
-        proc = run_process("profiler.experiments_worker", spec_path, xdir, opts.timeout_s, bar.event)
+        proc = run_process(
+            "profiler.experiments_worker", spec_path, xdir, opts.timeout_s, bar.event
+        )
     finally:
         bar.close()
     raw: dict[str, Any] = {"pairs": [], "sweep": {}}
