@@ -14,6 +14,16 @@ from workloads.base import Params, Registry, WorkloadError, WorkloadSpec, load_r
 MODULES: tuple[str, ...] = (
     "numpy_gd",
     "tf1_gd",
+    "tf1_gd_f32feed",
+    "tf1_gd_nofeed",
+    "tf1_gd_trainonly",
+    "tf1_gd_whileloop",
+    "tf2_eager_gd",
+    "tf2_function_step",
+    "tf2_function_loop",
+    "adam_handwritten",
+    "keras_adam",
+    "adam_minibatch",
 )
 
 REGISTRY = Registry()

@@ -13,7 +13,8 @@ Imported only from inside a workload's ``build`` (it imports TensorFlow at modul
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf

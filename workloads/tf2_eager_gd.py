@@ -26,7 +26,7 @@ WORKLOAD = WorkloadSpec(
     doc=__doc__ or "",
     seed="000",
     framework="tf2",
-    # ~1.5 ms a step: 500 steps keep the timed window under a second.
+    # ~1.3–1.5 ms a step: 500 steps keep the timed window under a second.
     defaults=Params(steps=500, n=1000),
     full_steps=100_000,
     build=build,
