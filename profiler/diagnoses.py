@@ -1,0 +1,90 @@
+"""Diagnoses: rules kept as data, each a condition, a message and a fix over a run's figures.
+
+Place in the pipeline: analysis (pure). A module that knows some figures (attribution, training
+efficiency) builds *facts*: flat dicts of numbers and names for one subject (a workload, a pair
+of workloads). A ``Rule`` is one row of a table: the facts it needs, a condition over them, and
+message and fix templates formatted from the same facts. Nothing in a message is typed in: every
+number comes from the facts, so a rule that has nothing to say stays silent.
+
+A rule whose needed facts are missing (or None) is skipped, never an error: a run without a
+phase simply yields fewer diagnoses.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Facts = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One diagnosis rule.
+
+    Attributes:
+        id: stable identifier (``feed_dict_cost``).
+        subject: the kind of facts it reads (``workload``, ``pair``, ...).
+        needs: fact keys that must be present and not None.
+        when: the condition over the facts.
+        message: ``str.format`` template over the facts (the finding, with its numbers).
+        fix: template for what to do about it (with what the experiments measured, where known).
+    """
+
+    id: str
+    subject: str
+    needs: tuple[str, ...]
+    when: Callable[[Facts], bool]
+    message: str
+    fix: str = ""
+
+    def __post_init__(self) -> None:
+        for template in (self.message, self.fix):
+            for _, field, _, _ in string.Formatter().parse(template):
+                if field is not None and field.split(".")[0].split("[")[0] not in self.needs:
+                    raise ValueError(f"rule {self.id}: template field {field!r} is not in needs")
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A rule that fired, with its message and fix formatted from the run's facts."""
+
+    rule: str
+    subject: str
+    name: str
+    message: str
+    fix: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "rule": self.rule,
+            "subject": self.subject,
+            "name": self.name,
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+def evaluate(rules: Iterable[Rule], subject: str, facts: Iterable[Facts]) -> list[Diagnosis]:
+    """Every rule of ``subject`` that fires on each facts dict (each must have a ``name``)."""
+    out = []
+    for f in facts:
+        for rule in rules:
+            if rule.subject != subject:
+                continue
+            if any(f.get(k) is None for k in rule.needs):
+                continue
+            if not rule.when(f):
+                continue
+            out.append(
+                Diagnosis(
+                    rule=rule.id,
+                    subject=subject,
+                    name=str(f.get("name", "")),
+                    message=rule.message.format(**f),
+                    fix=rule.fix.format(**f),
+                )
+            )
+    return out
