@@ -45,6 +45,9 @@ profile: $(STAMP)
 report: $(STAMP)
 	$(PY) -m profiler report $(RUN)
 
+bench: $(STAMP)
+	$(PY) -m profiler.bench $(ARGS)
+
 test: $(STAMP) browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -1,0 +1,116 @@
+"""``make bench``: this machine's figures for the project's speed and overhead goals.
+
+Place in the pipeline: a consumer of ``summary.json``. It runs the default suite (or reads a
+finished run with ``--run``) and prints, with the goal next to each figure:
+
+* the suite's wall time (goal: under 3 minutes);
+* each workload's step-marker cost as a share of its median step (goal: ≤ 2%);
+* each instrumented phase's slow-down of the step (its median over the timed median);
+* each experiment pair's predicted and measured saving and the error
+  (goal: within max(25%, 3 µs) of the measurement).
+
+Benchmarks print figures; they do not fail on a missed goal (tests check correctness; these are
+measurements of a noisy machine). The exit status is 0 unless the run itself could not be made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SUITE_GOAL_S = 180.0
+MARKER_GOAL = 0.02
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def report(doc: dict[str, Any], wall_s: float | None = None) -> str:
+    lines = []
+    run = doc["run"]
+    wall = wall_s if wall_s is not None else run["wall_s"]
+    verdict = "meets" if wall < SUITE_GOAL_S else "MISSES"
+    lines.append(f"suite wall time: {wall:.1f} s ({verdict} the {SUITE_GOAL_S:.0f} s goal)")
+    lines.append("")
+    lines.append("step-marker cost (goal ≤ 2% of a step) and phase slow-downs (phase / timed):")
+    phases = [p for p in run["phases"] if p != "timed"]
+    header = f"  {'workload':20s} {'µs/step':>9s} {'marker ns':>9s} {'share':>7s}  " + "  ".join(
+        f"{p:>9s}" for p in phases
+    )
+    lines.append(header)
+    for w in doc["workloads"]:
+        st = w.get("step_time") or {}
+        marker = w.get("marker") or {}
+        infl = {p["name"]: p["inflation"] for p in w.get("phases", [])}
+        share = marker.get("share_of_step")
+        flag = "" if share is None or share <= MARKER_GOAL else " !"
+        lines.append(
+            f"  {w['label'][:20]:20s} {_fmt(st.get('median_us'), '9.1f')} "
+            f"{_fmt(marker.get('cost_ns'), '9d')} {_fmt(share and share * 100, '6.2f')}%{flag:2s}"
+            + "  ".join(f"{_fmt(infl.get(p), '8.2f')}×" for p in phases)
+        )
+    x = doc.get("experiments")
+    if x:
+        lines.append("")
+        lines.append("experiments: saving per training step, predicted vs measured (µs)")
+        lines.append(
+            f"  {'pair':36s} {'predicted':>9s} {'measured':>9s} {'error':>8s} {'resol.':>7s}  goal"
+        )
+        for p in x["pairs"]:
+            if p["status"] != "ok":
+                lines.append(f"  {p['name'][:36]:36s} failed: {p['error']}")
+                continue
+            if p["below_resolution"]:
+                goal = "below resolution"
+            elif p["within_goal"] is None:
+                goal = "no prediction"
+            else:
+                goal = "within" if p["within_goal"] else "OUTSIDE"
+            lines.append(
+                f"  {p['name'][:36]:36s} {_fmt(p['predicted_saving_us'], '9.1f')} "
+                f"{_fmt(p['measured_saving_us'], '9.1f')} {_fmt(p['error_us'], '8.1f')} "
+                f"{_fmt(p['resolution_us'], '7.2f')}  {goal}"
+            )
+        for name, s in x["sweep"].items():
+            fit = s.get("fit")
+            if fit:
+                lines.append(
+                    f"  sweep {name}: a = {fit['a_us']:.1f} µs, b = {fit['b_ns_per_sample']:.2f} "
+                    f"ns/sample over n = {fit['n_min']:,}–{fit['n_max']:,}"
+                )
+        if x.get("crossover"):
+            lines.append(f"  crossover: {x['crossover']['note']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m profiler.bench", description=__doc__)
+    parser.add_argument("--run", type=Path, help="read this finished run instead of running")
+    parser.add_argument("--out", type=Path, default=Path("runs"), help="runs folder")
+    args = parser.parse_args(argv)
+    if args.run:
+        doc = json.loads((args.run / "summary.json").read_text())
+        print(report(doc))
+        return 0
+    from profiler import pipeline
+    from profiler.cli import main as cli_main
+
+    t0 = time.monotonic()
+    status = cli_main(["run", "--out", str(args.out)])
+    wall = time.monotonic() - t0
+    if status not in (pipeline.EXIT_OK, pipeline.EXIT_WORKLOAD_FAILED):
+        return status
+    latest = args.out / "latest"
+    doc = json.loads((latest / "summary.json").read_text())
+    print()
+    print(report(doc, wall_s=wall))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
