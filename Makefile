@@ -45,6 +45,11 @@ profile: $(STAMP)
 report: $(STAMP)
 	$(PY) -m profiler report $(RUN)
 
+# TensorBoard over the latest run's captures (profile plugin) and scalars, loopback only.
+tensorboard: $(STAMP)
+	@test -d $(RUN)/tensorboard || { echo "no $(RUN)/tensorboard: run 'make profile' first" >&2; exit 1; }
+	$(PY) -m tensorboard.main --logdir $(RUN)/tensorboard --host 127.0.0.1 --port $(PORT)
+
 bench: $(STAMP)
 	$(PY) -m profiler.bench $(ARGS)
 

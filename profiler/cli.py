@@ -98,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--metric-points", type=_positive_int, default=20, help="loss points in the timed window"
     )
+    run.add_argument(
+        "--sample-rate",
+        type=_positive_int,
+        default=None,
+        metavar="HZ",
+        help="py-spy samples per second in the sampled phase (default 100)",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument(
         "--experiments",
@@ -182,6 +189,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         warmup_steps=args.warmup,
         metric_points=args.metric_points,
         progress=not args.no_progress,
+        options={"sample_rate": args.sample_rate} if args.sample_rate else {},
         experiments=(
             args.experiments
             if args.experiments is not None

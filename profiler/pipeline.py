@@ -51,7 +51,30 @@ class RunResult:
 #: Per-workload renderers that run in the runner after capture: (run folder, outcome) -> the
 #: files written, relative to the run folder. A writer's failure is recorded, never fatal.
 ArtefactWriter = Callable[[Path, WorkloadOutcome], list[str]]
-ARTEFACT_WRITERS: dict[str, ArtefactWriter] = {}
+
+
+def _chrome_trace(run_dir: Path, o: WorkloadOutcome) -> list[str]:
+    from reports import chrome_trace
+
+    if o.trace is None:
+        return []
+    path = chrome_trace.write(run_dir / "workloads" / o.slug / chrome_trace.FILE_NAME, o.trace)
+    return [str(path.relative_to(run_dir))]
+
+
+def _tensorboard_scalars(run_dir: Path, o: WorkloadOutcome) -> list[str]:
+    from reports import tensorboard
+
+    if o.trace is None:
+        return []
+    path = tensorboard.write(run_dir / "tensorboard" / o.slug, o.trace)
+    return [str(path.relative_to(run_dir))]
+
+
+ARTEFACT_WRITERS: dict[str, ArtefactWriter] = {
+    "chrome_trace": _chrome_trace,
+    "tensorboard_scalars": _tensorboard_scalars,
+}
 
 
 def write_artefacts(run_dir: Path, outcomes: list[WorkloadOutcome]) -> dict[str, list[str]]:
@@ -115,6 +138,62 @@ def run_experiments(opts: RunOptions, run_dir: Path) -> dict[str, Any] | None:
     return raw
 
 
+def run_efficiency(
+    opts: RunOptions, run_dir: Path, overrides: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """Train seed 004's implementations on a sample budget, logging the loss; None unless a
+    seed-004 workload is selected (``profiler.efficiency_worker``).
+
+    ``overrides`` replace fields of ``EfficiencySpec`` (seeds, budgets, points, ...). Returns
+    ``efficiency.json`` with the process's ``status``, ``error`` and ``wall_s`` added; whatever
+    it measured before a failure or time-out is kept.
+    """
+    from profiler.efficiency_worker import RESULT_FILE, EfficiencySpec
+    from profiler.runner import TaskBar, run_process
+
+    if not any(s.seed == "004" for s in opts.workloads):
+        return None
+    edir = run_dir / "efficiency"
+    edir.mkdir(parents=True, exist_ok=True)
+    spec = EfficiencySpec(out_dir=str(edir.resolve()), **(overrides or {}))
+    spec_path = edir / "spec.json"
+    rundir.atomic_write_text(spec_path, spec.to_json())
+    bar = TaskBar(opts.progress, "efficiency")
+    try:
+        proc = run_process("profiler.efficiency_worker", spec_path, edir, opts.timeout_s, bar.event)
+    finally:
+        bar.close()
+    raw: dict[str, Any] = {"runs": {}}
+    try:
+        raw = json.loads((edir / RESULT_FILE).read_text())
+    except (OSError, ValueError):
+        pass
+    raw["wall_s"] = round(proc.wall_ns / 1e9, 3)
+    if proc.timed_out:
+        raw.update(status="timeout", error=f"timed out after {opts.timeout_s:g} s")
+    elif proc.returncode != 0:
+        err = (edir / "error.txt").read_text() if (edir / "error.txt").exists() else ""
+        raw.update(status="failed", error=err.strip() or f"exited with {proc.returncode}")
+    else:
+        raw.update(status="ok", error="")
+    return raw
+
+
+def write_efficiency_scalars(run_dir: Path, doc: dict[str, Any]) -> list[str]:
+    """TensorBoard scalars of the efficiency curves, one run per implementation; problems."""
+    from reports import tensorboard
+
+    problems = []
+    for impl in (doc.get("efficiency") or {}).get("implementations", []):
+        if not impl.get("curve"):
+            continue
+        try:
+            tensorboard.write_efficiency(run_dir / "tensorboard" / rundir.slug(impl["name"]), impl)
+        except Exception as exc:  # a renderer's bug must not lose the run
+            problems.append(f"efficiency scalars {impl['name']}: {type(exc).__name__}: {exc}")
+    return problems
+
+
 def write_outputs(run_dir: Path, doc: dict[str, Any]) -> None:
     """Validate ``doc`` and write ``summary.json`` and ``report.html`` into ``run_dir``."""
     from reports import html, viewmodel
@@ -149,17 +228,24 @@ def execute(opts: RunOptions, now: float | None = None) -> RunResult:
         write_outputs(partial, doc)
         return RunResult(run_id, partial, info.status, doc, [])
     experiments = None
+    efficiency = None
     if opts.experiments:
         try:
             experiments = run_experiments(opts, partial)
         except KeyboardInterrupt:
             experiments = None
             info.notes.append("experiments interrupted")
+        try:
+            efficiency = run_efficiency(opts, partial)
+        except KeyboardInterrupt:
+            efficiency = None
+            info.notes.append("efficiency interrupted")
     for slug, problems in write_artefacts(partial, outcomes).items():
         info.notes.extend(f"{slug}: {p}" for p in problems)
     info.finished = time.time()
     info.status = "ok" if all(o.status == "ok" for o in outcomes) else "failed"
-    doc = summary.build(info, outcomes, environment, experiments)
+    doc = summary.build(info, outcomes, environment, experiments, efficiency)
+    doc["run"]["notes"].extend(write_efficiency_scalars(partial, doc))
     write_outputs(partial, doc)
     final = rundir.finalize(opts.out_root, run_id)
     return RunResult(run_id, final, info.status, doc, outcomes)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from profiler import stats
+from profiler import sampling, stats
 from profiler.model import OK, MetricPoint, WorkDecl, WorkloadTrace, median_ns
 
 if TYPE_CHECKING:
@@ -188,6 +188,7 @@ def workload_summary(o: WorkloadOutcome) -> dict[str, Any]:
         ),
     }
     entry["final"] = {k: float(v) for k, v in trace.final.items()}
+    entry["sampling"] = sampling.summarize(trace)
     return entry
 
 
@@ -196,9 +197,15 @@ def build(
     outcomes: list[WorkloadOutcome],
     environment: dict[str, Any],
     experiments: dict[str, Any] | None = None,
+    efficiency: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole summary document."""
+    """The whole summary document.
+
+    ``efficiency`` is the efficiency process's ``efficiency.json`` (``run_efficiency``); its
+    section is ``profiler.efficiency.summarize`` of it, or None when it did not run.
+    """
     from profiler import __version__
+    from profiler import efficiency as eff
     from profiler import experiments as exp
 
     return clean(
@@ -217,6 +224,7 @@ def build(
             "environment": environment,
             "workloads": [workload_summary(o) for o in outcomes],
             "experiments": exp.summarize(experiments) if experiments is not None else None,
+            "efficiency": eff.summarize(efficiency) if efficiency is not None else None,
         }
     )
 

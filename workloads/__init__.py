@@ -10,7 +10,7 @@ import importlib
 
 from workloads.base import Params, Registry, WorkloadError, WorkloadSpec, load_ref
 
-#: Module names in suite order (seed 000 first, then seed 004).
+#: Module names in suite order (seed 000 first, then seed 004), then the non-suite variants.
 MODULES: tuple[str, ...] = (
     "numpy_gd",
     "tf1_gd",
@@ -24,6 +24,12 @@ MODULES: tuple[str, ...] = (
     "adam_handwritten",
     "keras_adam",
     "adam_minibatch",
+    # Not in the default suite (default_suite=False): seed 004's cause-isolation variants, run
+    # by the efficiency process (profiler.efficiency_worker).
+    "adam_freshbatch",
+    "adam_globalstep",
+    "adam_meanbatch",
+    "keras_adam_zeroinit",
 )
 
 REGISTRY = Registry()

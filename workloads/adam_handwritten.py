@@ -17,6 +17,11 @@ Its "epoch" is those 32 updates; Keras's (``keras_adam``) is 130 mini-batch upda
 data. It shows that "100 epochs vs 3" compares different units: per sample this loop is ahead of
 Keras for a long time, and the stale batch and the epoch-keyed bias correction set its floor.
 
+Cause isolation (issue 6): ``seed_adam(..., fix=...)`` switches off exactly one quirk, and the
+variant workloads ``adam_freshbatch``, ``adam_globalstep`` and ``adam_meanbatch`` are this loop
+with one ``fix`` each. With ``fix=""`` (this workload) every quirk is kept and the arithmetic is
+the seed's, bit for bit (``tests/workloads/test_adam_handwritten.py``).
+
 A step is one single-sample update (one iteration of the seed's inner loop). The seed's loop runs
 as a generator that yields after each update, so ``step()`` (``next``) runs exactly one; the
 epoch-level code (batch draw, cost evaluations) runs inside the step that begins the epoch.
@@ -73,6 +78,17 @@ def cost(x, y, w, b):  # type: ignore[no-untyped-def]
     return np.mean((y - w * x - b) ** 2)
 
 
+#: ``seed_adam``'s ``fix`` values: each removes exactly one of the seed's quirks.
+FIXES: tuple[str, ...] = ("fresh_batch", "global_step", "mean_batch")
+
+
+def _mean_grad(x, y, w, b, par):  # type: ignore[no-untyped-def]
+    # The seed's grad over a whole batch (x, y arrays), averaged: one mean-of-batch gradient.
+    import numpy as np
+
+    return np.mean(grad(x, y, w, b, par))
+
+
 def seed_adam(
     x: Any,
     y: Any,
@@ -82,14 +98,24 @@ def seed_adam(
     epsilon: float = 10e-8,
     batch_size: int = 32,
     randint: Callable[..., Any] | None = None,
+    *,
+    fix: str = "",
 ) -> Generator[None, None, None]:
     """The seed's ``Adam``, yielding after each single-sample update.
 
     Changes to the seed's code, all mechanical: ``for t in range(epochs)`` runs unbounded (the
     driver decides when to stop); ``yield`` after each inner-loop update; ``print(cost(...))``
     keeps the call and drops the print; the batch is drawn with ``randint`` (default
-    ``np.random.randint``); no ``return``. Read its state with ``inspect.getgeneratorlocals``.
+    ``np.random.randint``); no ``return``; the bias correction's counter is the local ``tc``
+    (the seed's ``t + 1``). Read its state with ``inspect.getgeneratorlocals``.
+
+    ``fix`` (one of ``FIXES``, default none) removes one quirk, for cause isolation:
+    ``fresh_batch`` draws a new batch every epoch (``sw = 1``); ``global_step`` keys the bias
+    correction to the update count (``tc = 32 t + i + 1``); ``mean_batch`` makes each epoch one
+    update on the batch's mean gradient instead of 32 single-sample updates.
     """
+    if fix and fix not in FIXES:
+        raise ValueError(f"unknown fix {fix!r}; one of {', '.join(FIXES)}")
     import numpy as np
 
     if randint is None:
@@ -114,6 +140,11 @@ def seed_adam(
     n = len(x)
     sw = int(n / batch_size) - 1
     counter = 0  # noqa: F841 (the seed's, unused there too)
+    if fix == "fresh_batch":
+        sw = 1
+    # mean_batch: the inner loop runs once, over rows = [arr], on the batch's mean gradient.
+    g = _mean_grad if fix == "mean_batch" else grad
+    global_step = fix == "global_step"
 
     for t in itertools.count():
         if t % sw == 0:
@@ -128,28 +159,34 @@ def seed_adam(
                 bestb = b  # noqa: F841
                 bestcost = cost(x, y, w, b)
 
-        for i in range(len(arr)):
-            mw = beta1 * mw + (1 - beta1) * grad(x[arr[i]], y[arr[i]], w, b, "w")
-            vw = beta2 * vw + (1 - beta2) * ((grad(x[arr[i]], y[arr[i]], w, b, "w")) ** 2)
+        rows = [arr] if fix == "mean_batch" else arr
+        tc = t + 1  # the bias correction's counter: the seed's epoch count
+        for i in range(len(rows)):
+            if global_step:
+                tc = t * len(rows) + i + 1
+            mw = beta1 * mw + (1 - beta1) * g(x[rows[i]], y[rows[i]], w, b, "w")
+            vw = beta2 * vw + (1 - beta2) * ((g(x[rows[i]], y[rows[i]], w, b, "w")) ** 2)
 
-            mmw = mw / (1 - beta1 ** (t + 1))
-            vvw = vw / (1 - beta2 ** (t + 1))
+            mmw = mw / (1 - beta1**tc)
+            vvw = vw / (1 - beta2**tc)
 
             w = w - (alpha * mmw) / (math.sqrt(vvw) + epsilon)
 
-            mb = beta1 * mb + (1 - beta1) * grad(x[arr[i]], y[arr[i]], w, b, "b")
-            vb = beta2 * vb + (1 - beta2) * ((grad(x[arr[i]], y[arr[i]], w, b, "b")) ** 2)
+            mb = beta1 * mb + (1 - beta1) * g(x[rows[i]], y[rows[i]], w, b, "b")
+            vb = beta2 * vb + (1 - beta2) * ((g(x[rows[i]], y[rows[i]], w, b, "b")) ** 2)
 
-            mmb = mb / (1 - beta1 ** (t + 1))
-            vvb = vb / (1 - beta2 ** (t + 1))
+            mmb = mb / (1 - beta1**tc)
+            vvb = vb / (1 - beta2**tc)
 
             b = b - (alpha * mmb) / (math.sqrt(vvb) + epsilon)
             yield
 
 
-def work(n: int) -> WorkDecl:
+def work(n: int, fix: str = "") -> WorkDecl:
     # The periodic cost evaluations are part of the seed's loop: their arithmetic is declared
     # as its average per update (1 / 15 + 1 / 100 calls per 32-update epoch).
+    if fix == "mean_batch":
+        return _work_mean_batch(n)
     per_update = COST_CALLS_PER_EPOCH / BATCH_SIZE * n
     return WorkDecl(
         samples_per_step=1,
@@ -160,7 +197,25 @@ def work(n: int) -> WorkDecl:
     )
 
 
-def build(params: Params) -> Loop:
+def _work_mean_batch(n: int) -> WorkDecl:
+    # One step is one epoch: one update on 32 samples. Each of the four ``_mean_grad`` calls
+    # is the seed's grad on the batch (5 flops a sample for w, 4 for b) plus the mean's adds;
+    # the scalar Adam arithmetic is FLOPS_PER_UPDATE without the single-sample grads (18).
+    b = BATCH_SIZE
+    grads = 2 * (5 * b + b) + 2 * (4 * b + b)
+    cost_calls = COST_CALLS_PER_EPOCH * n
+    return WorkDecl(
+        samples_per_step=b,
+        updates_per_step=1,
+        steps_per_epoch=1,
+        flops_per_step=FLOPS_PER_UPDATE - 18 + grads + round(COST_FLOPS_PER_SAMPLE * cost_calls),
+        # Each grad call gathers x[arr] and y[arr] (index, values read, copies written).
+        bytes_per_step=4 * 5 * 8 * b + round(COST_BYTES_PER_SAMPLE * cost_calls),
+    )
+
+
+def build(params: Params, fix: str = "") -> Loop:
+    """The loop; ``fix`` (``FIXES``) builds the one-quirk-removed variants."""
     import numpy as np
 
     from workloads import seed004
@@ -170,7 +225,9 @@ def build(params: Params) -> Loop:
         raise WorkloadError(f"adam_handwritten needs n >= {2 * BATCH_SIZE}, got {params.n}")
     x, y = seed004.data(params.n, params.seed)
     rs = np.random.RandomState(params.seed)
-    gen = seed_adam(x, y, ALPHA, BETA1, BETA2, EPSILON, BATCH_SIZE, randint=rs.randint)
+    if fix and fix not in FIXES:
+        raise WorkloadError(f"unknown fix {fix!r}; one of {', '.join(FIXES)}")
+    gen = seed_adam(x, y, ALPHA, BETA1, BETA2, EPSILON, BATCH_SIZE, randint=rs.randint, fix=fix)
 
     def local(name: str, default: Any) -> Any:
         # A suspended generator's locals, read between steps (never inside one).
@@ -180,13 +237,13 @@ def build(params: Params) -> Loop:
         return {"w": float(local("w", 0.0)), "b": float(local("b", 0.0))}
 
     def optimizer_step() -> int:
-        # The counter the last update's bias correction used: t + 1 (0 before any update).
-        t = local("t", None)
-        return 0 if t is None else t + 1
+        # The counter the last update's bias correction used: the seed's t + 1 (0 before any
+        # update); the update count with fix="global_step".
+        return int(local("tc", 0))
 
     return Loop(
         step=gen.__next__,
-        work=work(params.n),
+        work=work(params.n, fix),
         params=current,
         eval_loss=seed004.eval_loss(x, y),
         line_targets=(seed_adam,),
@@ -195,6 +252,8 @@ def build(params: Params) -> Loop:
             "batch_size": BATCH_SIZE,
             "optimizer_step": optimizer_step,
             "batch_indices": lambda: local("arr", None),
+            "fix": fix,
+            "initializer": "zeros",
             "generator": gen,
         },
     )

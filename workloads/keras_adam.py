@@ -176,7 +176,12 @@ def measure_callback_cost_fit(loop: KerasLoop, epochs: int = 2, repeats: int = 5
     return round((statistics.median(runs[True]) - statistics.median(runs[False])) / batches)
 
 
-def build(params: Params) -> Loop:
+#: The asker's ``Dense(1)`` kernel initialiser (Keras's default).
+DEFAULT_INIT = "glorot_uniform"
+
+
+def build(params: Params, kernel_initializer: str = DEFAULT_INIT) -> Loop:
+    """The asker's model and ``fit``; ``kernel_initializer`` builds ``keras_adam_zeroinit``."""
     import keras
     import tensorflow as tf
 
@@ -185,7 +190,11 @@ def build(params: Params) -> Loop:
     x, y = seed004.data(params.n, params.seed)
     # Seeds Python, numpy and TensorFlow: the glorot draw and fit's per-epoch shuffles.
     keras.utils.set_random_seed(params.seed)
-    model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    if kernel_initializer == DEFAULT_INIT:
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+    else:
+        dense_layer = tf.keras.layers.Dense(1, kernel_initializer=kernel_initializer)
+        model = tf.keras.Sequential([dense_layer])
     model.compile(loss="mse", optimizer=tf.keras.optimizers.Adam(learning_rate=LR))
     # The asker's model builds on its first fit; building it now gives the initial weights a
     # loss before any step (the same shapes and initialiser).
@@ -211,6 +220,7 @@ def build(params: Params) -> Loop:
             "batch_size": BATCH_SIZE,
             "optimizer_step": lambda: int(model.optimizer.iterations.numpy()),
             "callback_cost_ns": None,
+            "initializer": kernel_initializer,
         },
     )
 

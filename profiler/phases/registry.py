@@ -12,9 +12,41 @@ from profiler.model import PHASE_ORDER
 from profiler.phases import Budget, Phase
 from profiler.phases.timed import TimedPhase
 
+
+def _sampled(budget: Budget, options: dict[str, Any]) -> Phase:
+    from profiler.phases.sampled import SampledPhase
+
+    return SampledPhase(budget, options)
+
+
+def _lines(budget: Budget, options: dict[str, Any]) -> Phase:
+    from profiler.phases.lines import LinesPhase
+
+    return LinesPhase(budget, options)
+
+
+def _framework(budget: Budget, options: dict[str, Any]) -> Phase:
+    from profiler.phases.framework import FrameworkPhase
+
+    return FrameworkPhase(budget, options)
+
+
+def _hooks(budget: Budget, options: dict[str, Any]) -> Phase:
+    from profiler.phases.hooks import HooksPhase
+
+    return HooksPhase(budget, options)
+
+
 #: name -> (factory, default budget). The timed phase's steps come from the workload's params.
 PHASES: dict[str, tuple[Callable[[Budget, dict[str, Any]], Phase], Budget]] = {
     "timed": (lambda b, _o: TimedPhase(b), Budget(target_s=1.0, min_steps=50, max_steps=10**7)),
+    # ~2 s: ~200 samples at the default 100 Hz (profiler.phases.sampled.DEFAULT_RATE_HZ).
+    "sampled": (_sampled, Budget(target_s=2.0, min_steps=50, max_steps=10**6)),
+    # ~1 s: line_profiler makes the traced Python lines ~1.6x slower.
+    "lines": (_lines, Budget(target_s=1.0, min_steps=50, max_steps=10**5)),
+    # ~120 KB of xplane per 200 TF1 steps; spans are kept for at most this window.
+    "framework": (_framework, Budget(target_s=0.3, min_steps=20, max_steps=200)),
+    "hooks": (_hooks, Budget(target_s=1.0, min_steps=50, max_steps=1000)),
 }
 
 #: What runs when ``--phases`` is not given.

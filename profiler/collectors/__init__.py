@@ -1,0 +1,1 @@
+"""Collectors: each converts one foreign artefact (xplane, step_stats, stacks) into the model."""

@@ -1,0 +1,119 @@
+"""The lines phase: line_profiler on the workload's step function (and TF1's ``BaseSession._run``).
+
+Place in the pipeline: runs inside the workload process (``profiler.worker``) after the sampled
+phase. ``install`` registers every function of ``Loop.line_targets`` (default: the step
+function; closures work, line_profiler needs the function object) and, for TF1 workloads,
+``tensorflow.python.client.session.BaseSession._run``, then enables the profiler; the re-warm
+steps and the window run; ``remove`` disables it and hands the statistics to
+``profiler.collectors.lines`` for the ``LineStat`` rows, the per-function tables and ``lines.txt``.
+
+line_profiler traces every Python line of the registered functions, so those lines run slower
+(~1.6x measured) while native calls do not: shares of Python lines are overstated. The phase's
+measured slow-down is next to its table in the summary (``phases[].inflation``, against the timed
+window) and in the record (``inflation_vs_warmup``, computed here against the warm-up's median).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from profiler.collectors import lines as collect
+from profiler.model import OK, PhaseRecord, Window, median_ns
+from profiler.phases import Budget, Phase, PhaseContext, PhaseUnavailable
+
+TEXT_FILE = "lines.txt"
+
+INFLATION_NOTE = (
+    "line_profiler slows the Python lines it traces (~1.6x measured on BaseSession._run) but "
+    "not the native calls they make: shares of Python lines are overstated. Hits count line "
+    "events: a statement spanning several lines can count more than once per execution."
+)
+
+
+def tf1_session_target() -> Any:
+    """``BaseSession._run``, the TF1 session's Python between ``session.run`` and the C call."""
+    from tensorflow.python.client.session import BaseSession
+
+    return BaseSession._run
+
+
+class LinesPhase(Phase):
+    """line_profiler over one window (see the module docstring).
+
+    Record ``data``: ``functions`` (``profiler.collectors.lines.tables``: per function the rows
+    sorted by total time, with hits, µs per hit, µs per step and share of the function's total),
+    ``steps_profiled`` (re-warm + window steps the profiler was on for), ``targets`` (what was
+    registered), ``inflation_vs_warmup`` and ``note``.
+    """
+
+    name = "lines"
+
+    def __init__(self, budget: Budget, options: dict[str, Any] | None = None) -> None:
+        super().__init__(budget)
+        self.profiler: Any = None
+        self.targets: list[str] = []
+
+    def install(self, ctx: PhaseContext) -> None:
+        try:
+            from line_profiler import LineProfiler
+        except ImportError as exc:
+            raise PhaseUnavailable(
+                "line_profiler is not installed; `pip install line_profiler` "
+                "(a dependency in pyproject.toml)"
+            ) from exc
+        targets = list(ctx.loop.line_targets)
+        if ctx.spec.framework == "tf1":
+            targets.append(tf1_session_target())
+        prof = LineProfiler()
+        self.targets = []
+        for fn in targets:
+            if prof.add_callable(fn):
+                self.targets.append(getattr(fn, "__qualname__", repr(fn)))
+        if not self.targets:
+            raise PhaseUnavailable(
+                "no Python function to profile: the loop's line_targets hold no function "
+                "line_profiler can trace; give Loop(line_targets=...) the step's Python function"
+            )
+        self.profiler = prof
+        prof.enable_by_count()
+
+    def remove(self, ctx: PhaseContext, window: Window) -> PhaseRecord:
+        prof = self.profiler
+        if prof is None:
+            raise RuntimeError("lines phase removed without being installed")
+        prof.disable_by_count()
+        self.profiler = None
+        rows = collect.from_line_profiler(prof.get_stats())
+        units = ctx.loop.work.units_per_step
+        steps = (window.n_steps + window.rewarm_steps) * units
+        tables = collect.tables(rows, steps)
+        durations = window.durations_ns()
+        inflation = (
+            round(median_ns(durations) / ctx.step_ns, 3) if durations and ctx.step_ns else None
+        )
+        notes = [
+            f"this window's median step / the warm-up's: {inflation}x "
+            "(summary.json phases[].inflation has it against the timed window)",
+            INFLATION_NOTE,
+        ]
+        text = collect.render_text(tables, steps, notes)
+        (ctx.workload_dir / TEXT_FILE).write_text(text, encoding="utf-8")
+        return PhaseRecord(
+            name=self.name,
+            status=OK,
+            window=window,
+            artefacts=(TEXT_FILE,),
+            lines=rows,
+            data={
+                "functions": tables,
+                "steps_profiled": steps,
+                "targets": list(self.targets),
+                "inflation_vs_warmup": inflation,
+                "note": INFLATION_NOTE,
+            },
+        )
+
+    def abort(self, ctx: PhaseContext) -> None:
+        if self.profiler is not None:
+            self.profiler.disable_by_count()
+            self.profiler = None

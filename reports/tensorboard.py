@@ -1,0 +1,186 @@
+"""TensorBoard scalars per workload: step time, and the loss against steps, samples and updates.
+
+Place in the pipeline: a per-workload artefact writer (``profiler.pipeline.ARTEFACT_WRITERS``),
+run in the parent after capture: ``WorkloadTrace`` -> one event file in
+``runs/<id>/tensorboard/<slug>/``, the folder that also holds the framework phase's profile
+capture, so TensorBoard shows each workload as one run with its scalars and its profile.
+
+The file is written with TensorBoard's pure-Python record writer and protos
+(``tensorboard.compat.proto``): TensorFlow is never imported here. (``EventFileWriter`` would
+import it through ``tf.io.gfile``; the parent must not pay TensorFlow's seconds and ~500 MB.)
+
+Tags (``Event.step`` is the x axis):
+
+* ``step_time_us``: µs per training step of each timed unit of the timed window; step = the
+  unit's first training step (global, counted from the first warm-up step);
+* ``phase_step_time_us/<phase>``: the same for every instrumented phase's window (their
+  inflation, step by step);
+* ``loss/by_step``, ``loss/by_samples``, ``loss/by_updates``: the loss on the evaluation set
+  against training steps, samples and parameter updates done (0 for the initial loss).
+
+Event wall times are reconstructed from the step clock, anchored at the time of writing, so
+TensorBoard's "relative" axis shows the run's own timing.
+
+Training efficiency (seed 004, ``write_efficiency``): a second event file per implementation
+of the summary's ``efficiency`` section, in ``tensorboard/<implementation>/``, with the loss
+on the evaluation set (median over seeds) by work done: ``efficiency/loss_by_samples``,
+``efficiency/excess_by_samples`` (above the noise floor) and ``efficiency/loss_by_updates``.
+Their wall times are the training time with the logging excluded, so the "relative" axis is
+loss against wall time.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from profiler.model import WorkloadTrace
+from profiler.rundir import atomic_write_bytes
+
+STEP_TIME = "step_time_us"
+PHASE_STEP_TIME = "phase_step_time_us/{phase}"
+LOSS_BY_STEP = "loss/by_step"
+LOSS_BY_SAMPLES = "loss/by_samples"
+LOSS_BY_UPDATES = "loss/by_updates"
+#: Our event files end with this, so a re-render replaces them and nothing else.
+FILE_SUFFIX = ".profiler-scalars"
+
+
+def scalars(trace: WorkloadTrace) -> Iterator[tuple[str, int, float, int]]:
+    """``(tag, step, value, clock_ns)`` for every scalar of the trace, in capture order."""
+    w = trace.work
+    k = w.units_per_step
+    end_of: dict[int, int] = {}
+    windows = [trace.warmup, *(p.window for p in trace.phases if p.window is not None)]
+    for window in windows:
+        for seg in window.segments:
+            b = seg.boundaries_ns
+            for j in range(seg.n_steps):
+                end_of[seg.first_step + j] = b[j + 1]
+    first_ns = trace.warmup.segments[0].start_ns if trace.warmup.segments else 0
+    for p in trace.phases:
+        if p.window is None:
+            continue
+        tag = STEP_TIME if p.name == "timed" else PHASE_STEP_TIME.format(phase=p.name)
+        for seg in p.window.segments:
+            b = seg.boundaries_ns
+            for j in range(seg.n_steps):
+                unit = seg.first_step + j
+                yield tag, unit * k, (b[j + 1] - b[j]) / k / 1e3, b[j + 1]
+    for m in trace.metrics:
+        if m.name != "loss":
+            continue
+        done = m.step + 1
+        t = end_of.get(m.step, first_ns)
+        yield LOSS_BY_STEP, done * k, m.value, t
+        yield LOSS_BY_SAMPLES, done * w.samples_per_step, m.value, t
+        yield LOSS_BY_UPDATES, done * w.updates_per_step, m.value, t
+
+
+def encode(trace: WorkloadTrace, now: float | None = None) -> bytes:
+    """The event file's bytes: a version record, then one ``Event`` per scalar."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    now = time.time() if now is None else now
+    # In capture order, as a live writer would have written them.
+    points = sorted(scalars(trace), key=lambda p: p[3])
+    last_ns = max((t for *_rest, t in points), default=0)
+    buf = io.BytesIO()
+    writer = RecordWriter(buf)
+    header = event_pb2.Event(wall_time=now, file_version="brain.Event:2")
+    header.source_metadata.writer = "training-loop-profiler"
+    writer.write(header.SerializeToString())
+    for tag, step, value, t_ns in points:
+        value_pb = summary_pb2.Summary.Value(tag=tag, simple_value=value)
+        event = event_pb2.Event(
+            wall_time=now - (last_ns - t_ns) / 1e9,
+            step=step,
+            summary=summary_pb2.Summary(value=[value_pb]),
+        )
+        writer.write(event.SerializeToString())
+    return buf.getvalue()
+
+
+def write(logdir: Path, trace: WorkloadTrace, now: float | None = None) -> Path:
+    """Write the trace's scalars into ``logdir`` (replacing ours from a previous render)."""
+    logdir.mkdir(parents=True, exist_ok=True)
+    for old in logdir.glob(f"events.out.tfevents.*{FILE_SUFFIX}"):
+        old.unlink()
+    now = time.time() if now is None else now
+    # TensorBoard finds event files by "tfevents" in the name; where its convention puts the
+    # host name we put the tool's: nothing from the environment goes into an artefact.
+    path = logdir / f"events.out.tfevents.{int(now):010d}.training-loop-profiler{FILE_SUFFIX}"
+    atomic_write_bytes(path, encode(trace, now))
+    return path
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    """The scalars of an event file written here, as dicts (for tests and debugging)."""
+    import struct
+
+    from tensorboard.compat.proto import event_pb2
+
+    data = Path(path).read_bytes()
+    out: list[dict[str, Any]] = []
+    pos = 0
+    while pos < len(data):
+        (length,) = struct.unpack_from("<Q", data, pos)
+        event = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + length])
+        pos += 12 + length + 4
+        for v in event.summary.value:
+            out.append({"tag": v.tag, "step": event.step, "value": v.simple_value})
+    return out
+
+
+# --- training efficiency (seed 004): loss against the work done -------------------------------
+
+EFF_LOSS_BY_SAMPLES = "efficiency/loss_by_samples"
+EFF_EXCESS_BY_SAMPLES = "efficiency/excess_by_samples"
+EFF_LOSS_BY_UPDATES = "efficiency/loss_by_updates"
+#: Separate from ``FILE_SUFFIX`` so neither writer replaces the other's file.
+EFFICIENCY_SUFFIX = ".profiler-efficiency"
+
+
+def efficiency_scalars(impl: dict[str, Any]) -> Iterator[tuple[str, int, float, float]]:
+    """``(tag, step, value, wall_ms)`` of one implementation of the ``efficiency`` section."""
+    c = impl["curve"]
+    for i, samples in enumerate(c["samples"]):
+        wall = c["wall_ms"][i] or 0.0
+        if c["loss_median"][i] is not None:
+            yield EFF_LOSS_BY_SAMPLES, samples, c["loss_median"][i], wall
+            yield EFF_LOSS_BY_UPDATES, c["updates"][i], c["loss_median"][i], wall
+        if c["excess_median"][i] is not None:
+            yield EFF_EXCESS_BY_SAMPLES, samples, c["excess_median"][i], wall
+
+
+def write_efficiency(logdir: Path, impl: dict[str, Any], now: float | None = None) -> Path:
+    """Write one implementation's efficiency scalars into ``logdir`` (replacing ours)."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    logdir.mkdir(parents=True, exist_ok=True)
+    for old in logdir.glob(f"events.out.tfevents.*{EFFICIENCY_SUFFIX}"):
+        old.unlink()
+    now = time.time() if now is None else now
+    points = list(efficiency_scalars(impl))
+    last_ms = max((w for *_rest, w in points), default=0.0)
+    buf = io.BytesIO()
+    writer = RecordWriter(buf)
+    header = event_pb2.Event(wall_time=now, file_version="brain.Event:2")
+    header.source_metadata.writer = "training-loop-profiler"
+    writer.write(header.SerializeToString())
+    for tag, step, value, wall_ms in points:
+        value_pb = summary_pb2.Summary.Value(tag=tag, simple_value=value)
+        event = event_pb2.Event(
+            wall_time=now - (last_ms - wall_ms) / 1e3,
+            step=step,
+            summary=summary_pb2.Summary(value=[value_pb]),
+        )
+        writer.write(event.SerializeToString())
+    path = logdir / f"events.out.tfevents.{int(now):010d}.training-loop-profiler{EFFICIENCY_SUFFIX}"
+    atomic_write_bytes(path, buf.getvalue())
+    return path

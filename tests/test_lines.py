@@ -1,0 +1,113 @@
+"""The lines phase: line_profiler stats -> LineStat rows and tables, and real line tables of
+numpy_gd's step and TF1's BaseSession._run."""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from profiler.collectors import lines as collect
+from profiler.model import LineStat
+from tests import tracing_runs
+
+FILE = __file__
+
+
+def _stats() -> SimpleNamespace:
+    # line_profiler's LineStats: timings keyed by (file, first line, function), unit in seconds.
+    return SimpleNamespace(
+        unit=1e-6,
+        timings={
+            (FILE, 1, "f"): [(3, 10, 30.0), (2, 10, 90.0), (4, 5, 0.0)],
+            (FILE, 20, "g"): [(21, 2, 1000.0)],
+        },
+    )
+
+
+def test_line_profiler_stats_become_line_stats() -> None:
+    rows = collect.from_line_profiler(_stats())
+    assert [(r.function, r.line, r.hits, r.total_ns) for r in rows] == [
+        ("f", 2, 10, 90_000),
+        ("f", 3, 10, 30_000),
+        ("f", 4, 5, 0),
+        ("g", 21, 2, 1_000_000),
+    ]
+    # The source text comes along (this file's own lines).
+    with open(FILE) as fh:
+        assert rows[0].source == fh.read().splitlines()[1]
+
+
+def test_tables_rank_lines_by_time_with_per_hit_per_step_and_share() -> None:
+    rows = collect.from_line_profiler(_stats())
+    tables = collect.tables(rows, steps=10)
+    assert [t["function"] for t in tables] == ["g", "f"]  # the costlier function first
+    f = tables[1]
+    assert (f["total_ms"], f["us_per_step"]) == (0.12, 12.0)
+    assert [(r["line"], r["us_per_hit"], r["us_per_step"], r["share"]) for r in f["rows"]] == [
+        (2, 9.0, 9.0, 0.75),
+        (3, 3.0, 3.0, 0.25),
+        (4, 0.0, 0.0, 0.0),
+    ]
+    text = collect.render_text(tables, 10, ["a note"])
+    assert "a note" in text
+    # Source order in the listing; the function's costliest line is starred.
+    listing = [
+        m.groups() for ln in text.splitlines() if (m := re.match(r"([* ]) +(\d+) +\d+ ", ln))
+    ]
+    assert listing == [("*", "21"), ("*", "2"), (" ", "3"), (" ", "4")]
+
+
+def test_a_function_with_no_time_has_no_shares() -> None:
+    rows = (LineStat(FILE, 5, "h", 3, 0),)
+    (t,) = collect.tables(rows, steps=0)
+    assert t["us_per_step"] is None and t["rows"][0]["share"] is None
+
+
+@pytest.fixture(scope="module")
+def numpy_run():
+    return tracing_runs.numpy_outcome()
+
+
+def test_numpy_gd_line_table_ranks_a_gradient_line_first(numpy_run) -> None:
+    outcome, wdir = numpy_run
+    rec = outcome.trace.phase("lines")
+    assert rec.status == "ok", rec.reason
+    (table,) = rec.data["functions"]
+    assert table["function"] == "build.<locals>.step"
+    top = table["rows"][0]
+    assert top["source"].startswith("loss_gradient_"), table["rows"][:3]
+    assert top["share"] > 0.2
+    # Every step ran each line once: hits == steps profiled (re-warm + window).
+    steps = rec.data["steps_profiled"]
+    assert steps == tracing_runs.NUMPY_LINES_STEPS + 20
+    assert all(r["hits"] == steps for r in table["rows"])
+    assert sum(r["share"] for r in table["rows"]) == pytest.approx(1.0, abs=1e-3)
+    text = (wdir / "lines.txt").read_text()
+    assert "loss_gradient_W" in text and "overstated" in text
+    assert rec.lines and all(ln.function == "build.<locals>.step" for ln in rec.lines)
+
+
+@pytest.fixture(scope="module")
+def tf1_run():
+    return tracing_runs.tf1_trace()
+
+
+@pytest.mark.tf
+def test_tf1_gd_profiles_the_step_and_base_session_run(tf1_run) -> None:
+    trace, wdir = tf1_run
+    rec = trace.phase("lines")
+    assert rec.status == "ok", rec.reason
+    assert rec.data["targets"] == ["build.<locals>.step", "BaseSession._run"]
+    tables = {t["function"]: t for t in rec.data["functions"]}
+    run = tables["BaseSession._run"]
+    # The C call through _do_run is the costliest line; feed conversion and fetch handling
+    # are among the next ones.
+    assert "self._do_run(" in run["rows"][0]["source"]
+    next_lines = " ".join(r["source"] for r in run["rows"][1:5])
+    assert "_FetchHandler(" in next_lines and "np_asarray" in next_lines
+    step = tables["build.<locals>.step"]
+    assert "sess.run" in step["rows"][0]["source"]
+    assert rec.data["inflation_vs_warmup"] > 1.0
+    assert "BaseSession._run" in (wdir / "lines.txt").read_text()

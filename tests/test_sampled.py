@@ -1,0 +1,291 @@
+"""The sampled phase: py-spy capture parsing, the flame graph, the analysis, attaching (and failing
+to), and real runs of numpy_gd and tf1_gd."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from profiler import rules, sampling, summary
+from profiler.collectors import pyspy
+from profiler.model import Frame, Sample
+from profiler.phases import Budget, PhaseUnavailable
+from profiler.phases import sampled as sampled_mod
+from profiler.phases.lines import LinesPhase
+from profiler.phases.sampled import SampledPhase
+from profiler.phases.timed import TimedPhase
+from profiler.worker import run_workload
+from tests import fake_workloads as fw
+from tests import tracing_runs
+from workloads.base import Params
+
+NUMPY_SO = "/venv/site-packages/numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so"
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+SEGMENT = Frame("_Schedule.segment", "/repo/profiler/worker.py", 128)
+LOOP = Frame("Loop.run", "/repo/workloads/base.py", 149)
+STEP = Frame("build.<locals>.step", "/repo/workloads/numpy_gd.py", 56)
+
+
+def _doc() -> dict:
+    frames = [
+        {"name": "thread (100)", "file": "", "line": 0, "col": None},  # 0: --threads pseudo
+        {"name": "<module>", "file": "/repo/profiler/worker.py", "line": 400, "col": None},
+        {"name": "_Schedule.segment", "file": "/repo/profiler/worker.py", "line": 128},
+        {"name": "Loop.run", "file": "/repo/workloads/base.py", "line": 149},
+        {"name": "build.<locals>.step", "file": "/repo/workloads/numpy_gd.py", "line": 56},
+        {"name": "DOUBLE_subtract", "file": NUMPY_SO, "line": 0},  # 5
+        {"name": "0x7f00aa", "file": LIBC, "line": 0},  # 6
+        {"name": "run", "file": "/usr/lib/python3.11/threading.py", "line": 975},  # 7
+    ]
+    return {
+        "shared": {"frames": frames},
+        "profiles": [
+            {
+                "type": "sampled",
+                "name": 'Thread 100 "MainThread"',
+                "samples": [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 6], [1, 2]],
+                "weights": [0.01] * 4,
+            },
+            {"type": "sampled", "name": 'Thread 101 "loader"', "samples": [[7]], "weights": [0.01]},
+        ],
+    }
+
+
+def test_speedscope_becomes_samples() -> None:
+    samples = pyspy.parse_speedscope(_doc(), main_tid=100)
+    assert [(s.count, s.thread, len(s.frames)) for s in samples] == [
+        (2, "main", 5),  # the pseudo frame is dropped; identical stacks aggregate
+        (1, "loader 101", 1),
+        (1, "main", 2),
+        (1, "main", 6),
+    ]
+    kernel = samples[0].frames[-1]
+    assert (kernel.function, kernel.native, kernel.line) == ("DOUBLE_subtract", True, 0)
+    assert not samples[0].frames[-2].native
+    assert samples[3].frames[-1].native  # an unresolved libc address
+    # Without the main thread's id, threads keep their py-spy names.
+    assert {s.thread for s in pyspy.parse_speedscope(_doc())} == {"MainThread 100", "loader 101"}
+
+
+def test_collapsed_text_round_trips() -> None:
+    samples = pyspy.parse_speedscope(_doc(), main_tid=100)
+    text = pyspy.to_collapsed(samples)
+    assert text.splitlines()[0].startswith("thread (main);<module> (/repo/profiler/worker.py:400)")
+    assert text.splitlines()[0].endswith(f"DOUBLE_subtract ({NUMPY_SO}) 2")
+    assert pyspy.parse_collapsed(text) == samples
+
+
+def test_flame_graph_is_escaped_xml_with_a_tooltip_per_box() -> None:
+    evil = Frame('<script>&"x"</script>', "/a/b<c>.py", 3)
+    samples = (
+        Sample((SEGMENT, LOOP, STEP, Frame("DOUBLE_add", NUMPY_SO, native=True)), 3, "main"),
+        Sample((SEGMENT, LOOP, STEP, evil), 1, "main"),
+    )
+    svg = pyspy.flame_svg(samples, rules.classify, title="t <&> t", width=420, min_px=0.0)
+    assert "<script>" not in svg
+    root = ET.fromstring(svg)
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    boxes = root.findall("s:g", ns)
+    # all, segment, Loop.run, step, and the two leaves: one box and one tooltip each.
+    assert len(boxes) == 6
+    tips = [b.find("s:title", ns).text for b in boxes]
+    assert any(t.startswith('<script>&"x"</script>') for t in tips)
+    widths = {
+        b.find("s:title", ns).text.split("\n")[0]: float(b.find("s:rect", ns).get("width"))
+        for b in boxes
+    }
+    assert widths["all"] == pytest.approx(400)
+    leaf = pyspy.frame_label(Frame("DOUBLE_add", NUMPY_SO, native=True))
+    assert widths[leaf] == pytest.approx(300)  # 3 of 4 samples
+    # The kernel's box carries the compute colour.
+    fills = {
+        b.find("s:title", ns).text.split("\n")[0]: b.find("s:rect", ns).get("fill") for b in boxes
+    }
+    assert fills[leaf] == pyspy.COLOURS["compute"]
+
+
+def test_analysis_counts_main_thread_steps_only() -> None:
+    kernel = Frame("DOUBLE_add", NUMPY_SO, native=True)
+    wrapper = Frame("_wrapreduction", "/venv/site-packages/numpy/_core/fromnumeric.py", 83)
+    setup = Frame("SampledPhase.install", "/repo/profiler/phases/sampled.py", 300)
+    samples = (
+        Sample((SEGMENT, LOOP, STEP, wrapper, kernel), 3, "main"),
+        Sample((SEGMENT, LOOP, STEP, wrapper), 2, "main"),
+        Sample((SEGMENT, LOOP, STEP), 1, "main"),
+        Sample((setup,), 4, "main"),  # attaching: outside any step
+        Sample((Frame("run", "/usr/lib/python3.11/threading.py", 975),), 5, "loader 7"),
+    )
+    a = sampling.analyse(samples)
+    assert (a.total, a.outside_steps, a.other_threads, a.scoped) == (6, 4, {"loader 7": 5}, True)
+    assert a.by_label == {"compute": 3, "dispatch": 2, "python": 1}
+    assert a.by_rule == {"numpy-kernel": 3, "numpy-wrappers": 2, "loop-driver": 1}
+    # Top lines are the innermost Python frame's line: the wrapper's, then the step's.
+    assert [(k[2], k[1], n) for k, n, _ in a.top_lines] == [
+        ("_wrapreduction", 83, 5),
+        ("build.<locals>.step", 56, 1),
+    ]
+    assert a.top_lines[0][2] == {"compute": 3, "dispatch": 2}
+    # Top stacks start inside the step driver.
+    assert a.top_stacks[0][0:3] == (3, "compute", "numpy-kernel")
+    assert a.top_stacks[0][3][0] == LOOP
+    counts = sampling.category_counts(samples)
+    assert counts["compute"] == 3 and counts["feed_fetch"] == 0
+
+
+def test_analysis_without_a_step_driver_uses_every_main_thread_sample() -> None:
+    script = Frame("<module>", "/home/me/train.py", 12)
+    a = sampling.analyse((Sample((script,), 7, "main"),))
+    assert (a.total, a.scoped, a.by_label) == (7, False, {"python": 7})
+
+
+# --- attaching, and failing to -----------------------------------------------------------
+
+
+def test_attach_to_an_exited_process_is_unavailable_not_a_crash(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    with pytest.raises(PhaseUnavailable) as info:
+        sampled_mod.start(child.pid, tmp_path / "out.json", tmp_path / "log.txt", timeout_s=20)
+    assert f"process {child.pid} is not running" in str(info.value)
+    assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop py-spy to another user")
+def test_ptrace_forbidden_is_unavailable_with_the_fix(tmp_path: Path) -> None:
+    # py-spy run as 'nobody' may not ptrace a root process: the kernel's EPERM, for real.
+    exe = sampled_mod.find_pyspy()
+    assert exe is not None
+    wrapper = tmp_path / "py-spy-as-nobody"
+    wrapper.write_text(
+        f'#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups {exe} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.2)
+        with pytest.raises(PhaseUnavailable) as info:
+            sampled_mod.start(
+                target.pid, tmp_path / "o.json", tmp_path / "log.txt", exe=str(wrapper)
+            )
+    finally:
+        target.kill()
+        target.wait()
+    msg = str(info.value)
+    assert "ptrace is not permitted" in msg
+    assert "CAP_SYS_PTRACE" in msg and "ptrace_scope=0" in msg
+
+
+def test_unavailable_reasons_name_the_cause_and_the_fix() -> None:
+    denied = "Permission Denied: Try running again with elevated permissions by going 'sudo'"
+    assert "ptrace is not permitted" in sampled_mod.unavailable_reason(denied, os.getpid(), 1)
+    gone = "Error: Failed to get process executable name. Check that the process is running."
+    assert "is not running" in sampled_mod.unavailable_reason(gone, os.getpid(), 1)
+    other = sampled_mod.unavailable_reason("Error: unsupported python version 9.9", os.getpid(), 1)
+    assert "exited with status 1" in other and "unsupported python version" in other
+
+
+def test_missing_pyspy_leaves_the_rest_of_the_run_intact(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(sampled_mod, "find_pyspy", lambda: None)
+    phases = [
+        TimedPhase(Budget(1, 1, 10**6)),
+        SampledPhase(Budget(1, 10, 10)),
+        LinesPhase(Budget(1, 10, 10)),
+    ]
+    trace = run_workload(
+        fw.QUICK, Params(steps=50, n=8), phases, workload_dir=tmp_path, tensorboard_dir=tmp_path
+    )
+    assert trace.status == "ok"
+    assert [(p.name, p.status) for p in trace.phases] == [
+        ("timed", "ok"),
+        ("sampled", "unavailable"),
+        ("lines", "ok"),
+    ]
+    assert "pip install py-spy" in trace.phase("sampled").reason
+    out = sampling.summarize(trace)
+    assert out is not None and out["status"] == "unavailable" and out["samples"] is None
+
+
+# --- real runs ---------------------------------------------------------------------------
+
+
+def _validate_workload_entry(entry: dict) -> None:
+    schema = summary.schema()
+    jsonschema.validate(entry, {"$ref": "#/$defs/workload", "$defs": schema["$defs"]})
+
+
+@pytest.fixture(scope="module")
+def numpy_run():
+    return tracing_runs.numpy_outcome()
+
+
+def test_numpy_gd_sampled_run_finds_compute_between_10_and_50_percent(numpy_run) -> None:
+    outcome, wdir = numpy_run
+    assert outcome.status == "ok", outcome.error
+    rec = outcome.trace.phase("sampled")
+    assert rec.status == "ok", rec.reason
+    assert rec.data["native"] is True and rec.data["idle"] is False
+    assert rec.data["rate_hz"] == tracing_runs.NUMPY_RATE_HZ
+    entry = summary.workload_summary(outcome)
+    _validate_workload_entry(entry)
+    s = entry["sampling"]
+    assert s["samples"]["in_steps"] >= 800
+    share = s["by_category"]["compute"]["share"]
+    assert 0.10 <= share <= 0.50, s["by_category"]
+    # numpy has no feed, no session and no tracing; dispatch is the largest part.
+    assert s["by_category"]["feed_fetch"]["samples"] == 0
+    assert s["by_category"]["dispatch"]["share"] > share
+    assert s["rules"]["numpy-kernel"] > 0 and s["rules"]["numpy-wrappers"] > 0
+    phase = next(p for p in entry["phases"] if p["name"] == "sampled")
+    assert phase["inflation"] is not None and s["inflation_mean"] is not None
+
+
+def test_numpy_gd_artefacts_come_from_one_capture(numpy_run) -> None:
+    outcome, wdir = numpy_run
+    rec = outcome.trace.phase("sampled")
+    assert set(rec.artefacts) == {
+        "pyspy.speedscope.json",
+        "pyspy.collapsed.txt",
+        "flamegraph.svg",
+        "pyspy.log",
+    }
+    pid = rec.data["pid"]
+    assert pyspy.read_speedscope(wdir / "pyspy.speedscope.json", pid) == rec.samples
+    assert pyspy.parse_collapsed((wdir / "pyspy.collapsed.txt").read_text()) == rec.samples
+    svg = ET.parse(wdir / "flamegraph.svg").getroot()
+    assert svg.tag.endswith("svg") and len(svg.findall("{http://www.w3.org/2000/svg}g")) > 10
+
+
+@pytest.fixture(scope="module")
+def tf1_run():
+    return tracing_runs.tf1_trace()
+
+
+@pytest.mark.tf
+def test_tf1_gd_samples_sit_in_the_session_call_with_feed_fetch_found(tf1_run) -> None:
+    trace, _ = tf1_run
+    rec = trace.phase("sampled")
+    assert rec.status == "ok", rec.reason
+    assert rec.data["idle"] is True and rec.data["native"] is False
+    a = sampling.analyse(rec.samples)
+    assert a.total >= 100
+    in_run = sum(
+        s.count
+        for s in rec.samples
+        if s.thread == "main"
+        and rules.in_steps(s.frames)
+        and any(f.function == "BaseSession.run" for f in s.frames)
+    )
+    # Nearly every sample is inside session.run; the native call is the largest part.
+    assert in_run / a.total >= 0.9
+    assert a.by_label.get("native_session", 0) / a.total >= 0.3
+    assert a.by_label.get("feed_fetch", 0) / a.total >= 0.1
+    assert a.by_rule.get("tf1-fetch-handling", 0) > 0
+    assert a.by_rule.get("tf1-feed-conversion", 0) > 0
+    assert a.by_label.get("compute", 0) == 0  # kernels are not visible without --native
