@@ -4,6 +4,7 @@ Commands::
 
     python -m profiler run [WORKLOAD ...] [options]   profile workloads (default: the suite)
     python -m profiler list                           registered workloads
+    python -m profiler compare A B                    A vs B by category (workloads or runs)
     python -m profiler report RUN                     re-render RUN's report from its summary
     python -m profiler setup                          fetch the report's charting library
 
@@ -107,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument(
+        "--quick",
+        action="store_true",
+        help="half-length windows: a faster, noisier run (timed steps and phase windows / 2)",
+    )
+    run.add_argument(
         "--experiments",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -122,6 +128,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="list registered workloads")
     sub.add_parser("setup", help="fetch the report's charting library (done by make)")
+
+    cmp_ = sub.add_parser(
+        "compare",
+        help="why is A slower than B: the step-time difference by category",
+        description="Compare two workloads of one run, or two runs. A and B are WORKLOAD (in "
+        "--run), RUN (every workload both runs have) or RUN:WORKLOAD. Prints the difference "
+        "per category; --json writes it as JSON (never into either run).",
+    )
+    cmp_.add_argument("a", metavar="A")
+    cmp_.add_argument("b", metavar="B")
+    cmp_.add_argument("--run", type=Path, default=Path("runs/latest"), help="default run")
+    cmp_.add_argument("--json", type=Path, help="also write the comparison as JSON here")
 
     rep = sub.add_parser("report", help="re-render a run's report from its summary.json")
     rep.add_argument("run", type=Path, help="a run folder (e.g. runs/latest)")
@@ -170,6 +188,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for spec in specs:
         p = spec.defaults
         steps = args.steps or (spec.full_steps if args.full and spec.full_steps else p.steps)
+        if args.quick and not args.steps:
+            steps = max(steps // 2, 1)
         p = p.with_(steps=steps)
         if args.n:
             p = p.with_(n=args.n)
@@ -189,7 +209,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         warmup_steps=args.warmup,
         metric_points=args.metric_points,
         progress=not args.no_progress,
-        options={"sample_rate": args.sample_rate} if args.sample_rate else {},
+        options={
+            **({"sample_rate": args.sample_rate} if args.sample_rate else {}),
+            **({"time_scale": 0.5} if args.quick else {}),
+        },
         experiments=(
             args.experiments
             if args.experiments is not None
@@ -244,13 +267,44 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from profiler import compare, rundir
+    from reports import text
+
+    try:
+        doc = compare.compare(args.a, args.b, args.run)
+    except compare.CompareError as exc:
+        raise UsageError(str(exc)) from None
+    print(text.comparison(doc))
+    if args.json:
+        target = args.json.resolve()
+        for side in (args.a, args.b, str(args.run)):
+            run = compare.resolve(side, args.run)[0].resolve()
+            if run == target.parent or run in target.parents:
+                raise UsageError(f"--json {args.json} is inside the run {run}; write it elsewhere")
+        try:
+            rundir.atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
+        except OSError as exc:
+            print(f"error: cannot write {args.json}: {exc}", file=sys.stderr)
+            return 3
+    return 0
+
+
 def cmd_setup(_args: argparse.Namespace) -> int:
     from profiler import assets
 
     return assets.setup()
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "report": cmd_report, "setup": cmd_setup}
+COMMANDS = {
+    "run": cmd_run,
+    "list": cmd_list,
+    "report": cmd_report,
+    "compare": cmd_compare,
+    "setup": cmd_setup,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

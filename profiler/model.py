@@ -20,7 +20,10 @@ model object to plain JSON types and back, driven by the type hints.
 
 from __future__ import annotations
 
+import array
+import base64
 import dataclasses
+import itertools
 import statistics
 import sys
 import types
@@ -331,8 +334,35 @@ def percentile_ns(values: tuple[int, ...] | list[int], q: float) -> int:
 # --- JSON conversion -------------------------------------------------------------------------
 
 
+def _pack_segment(seg: Segment) -> dict[str, Any]:
+    # A 2 s window of a 3 µs loop is 600,000 boundaries: as JSON numbers that is ~9 MB and
+    # seconds to parse. Step durations as base64 little-endian int64 are ~6x smaller and fast.
+    b = seg.boundaries_ns
+    deltas = array.array("q", (b[i + 1] - b[i] for i in range(len(b) - 1)))
+    if sys.byteorder != "little":
+        deltas.byteswap()
+    return {
+        "first_step": seg.first_step,
+        "start_ns": b[0],
+        "durations_ns_b64": base64.b64encode(deltas.tobytes()).decode("ascii"),
+    }
+
+
+def _unpack_segment(data: dict[str, Any]) -> Segment:
+    if "boundaries_ns" in data:
+        return Segment(data["first_step"], tuple(data["boundaries_ns"]))
+    deltas = array.array("q")
+    deltas.frombytes(base64.b64decode(data["durations_ns_b64"]))
+    if sys.byteorder != "little":
+        deltas.byteswap()
+    bounds = tuple(itertools.accumulate(deltas, initial=data["start_ns"]))
+    return Segment(data["first_step"], bounds)
+
+
 def to_jsonable(obj: Any) -> Any:
     """Convert a model object (recursively) to dicts, lists and scalars."""
+    if isinstance(obj, Segment):
+        return _pack_segment(obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, (list, tuple)):
@@ -360,6 +390,8 @@ def _convert(tp: Any, data: Any) -> Any:
         return tuple(_convert(inner, v) for v in data)
     if origin is dict:
         return dict(data)
+    if tp is Segment:
+        return _unpack_segment(data)
     if dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp, vars(sys.modules[tp.__module__]))
         kwargs = {}

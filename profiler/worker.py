@@ -249,7 +249,10 @@ def _run_phase(phase: Phase, ctx: PhaseContext, sched: _Schedule, params: Params
     why_not = phase.applies_to(ctx.spec)
     if why_not:
         return PhaseRecord(name=phase.name, status=SKIPPED, reason=why_not)
-    steps = params.steps if phase.name == "timed" else phase.budget.steps_for(ctx.step_ns)
+    scale = float(ctx.options.get("time_scale", 1.0))
+    steps = (
+        params.steps if phase.name == "timed" else phase.budget.steps_for(ctx.step_ns, scale)
+    )
     installed = False
     try:
         phase.install(ctx)

@@ -37,7 +37,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from profiler.model import WorkloadTrace
+from profiler import attribution
+from profiler.model import CATEGORIES, Window, WorkloadTrace
 from profiler.rundir import atomic_write_bytes
 
 STEP_TIME = "step_time_us"
@@ -45,31 +46,76 @@ PHASE_STEP_TIME = "phase_step_time_us/{phase}"
 LOSS_BY_STEP = "loss/by_step"
 LOSS_BY_SAMPLES = "loss/by_samples"
 LOSS_BY_UPDATES = "loss/by_updates"
+BY_CATEGORY = "time_by_category/{category}"
 #: Our event files end with this, so a re-render replaces them and nothing else.
 FILE_SUFFIX = ".profiler-scalars"
+
+
+#: Step-time points per window. TensorBoard itself shows at most 1,000 points a tag; a window
+#: with more steps is written as the median of each run of consecutive steps (its last step's
+#: index and end), so a 600,000-step window costs 2,000 events, not 600,000.
+MAX_POINTS_PER_WINDOW = 2_000
+
+
+def _downsampled(window: Window, k: int) -> Iterator[tuple[int, float, int]]:
+    """``(last unit index, median µs per step, end ns)`` per bucket of consecutive units."""
+    per = max(1, -(-window.n_steps // MAX_POINTS_PER_WINDOW))
+    for seg in window.segments:
+        b = seg.boundaries_ns
+        for lo in range(0, seg.n_steps, per):
+            hi = min(lo + per, seg.n_steps)
+            durations = sorted(b[j + 1] - b[j] for j in range(lo, hi))
+            median = durations[(len(durations) - 1) // 2]
+            yield seg.first_step + hi - 1, median / k / 1e3, b[hi]
+
+
+def _categories(trace: WorkloadTrace) -> Iterator[tuple[str, int, float, int]]:
+    """``time_by_category/<category>``: µs per training step of each timed step's attribution.
+
+    Downsampled like the step times: each point is the mean over a run of consecutive steps,
+    so a point's categories still add up to that run's mean step.
+    """
+    att = attribution.attribute(trace)
+    timed = trace.phase("timed")
+    if att is None or timed is None or timed.window is None:
+        return
+    k = att.units_per_step
+    ends = [
+        (seg.first_step + j, seg.boundaries_ns[j + 1])
+        for seg in timed.window.segments
+        for j in range(seg.n_steps)
+    ]
+    per = max(1, -(-len(ends) // MAX_POINTS_PER_WINDOW))
+    for lo in range(0, len(ends), per):
+        rows = att.steps[lo : lo + per]
+        unit, end_ns = ends[min(lo + per, len(ends)) - 1]
+        for i, category in enumerate(CATEGORIES):
+            mean = sum(r[i] for r in rows) / len(rows)
+            yield BY_CATEGORY.format(category=category), unit * k, mean / k / 1e3, end_ns
 
 
 def scalars(trace: WorkloadTrace) -> Iterator[tuple[str, int, float, int]]:
     """``(tag, step, value, clock_ns)`` for every scalar of the trace, in capture order."""
     w = trace.work
     k = w.units_per_step
+    wanted = {m.step for m in trace.metrics}
     end_of: dict[int, int] = {}
     windows = [trace.warmup, *(p.window for p in trace.phases if p.window is not None)]
     for window in windows:
         for seg in window.segments:
             b = seg.boundaries_ns
-            for j in range(seg.n_steps):
-                end_of[seg.first_step + j] = b[j + 1]
+            for step in wanted:
+                j = step - seg.first_step
+                if 0 <= j < seg.n_steps:
+                    end_of[step] = b[j + 1]
     first_ns = trace.warmup.segments[0].start_ns if trace.warmup.segments else 0
     for p in trace.phases:
         if p.window is None:
             continue
         tag = STEP_TIME if p.name == "timed" else PHASE_STEP_TIME.format(phase=p.name)
-        for seg in p.window.segments:
-            b = seg.boundaries_ns
-            for j in range(seg.n_steps):
-                unit = seg.first_step + j
-                yield tag, unit * k, (b[j + 1] - b[j]) / k / 1e3, b[j + 1]
+        for unit, value_us, end_ns in _downsampled(p.window, k):
+            yield tag, unit * k, value_us, end_ns
+    yield from _categories(trace)
     for m in trace.metrics:
         if m.name != "loss":
             continue

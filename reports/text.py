@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from profiler.compare import LABELS
+
 
 def _num(v: float | None, fmt: str) -> str:
     return "-" if v is None else format(v, fmt)
@@ -38,3 +40,26 @@ def table(vm: dict[str, Any]) -> str:
         last = f["error"].strip().splitlines()[-1] if f["error"].strip() else ""
         lines.append(f"{f['label']}: {f['status']}: {last}")
     return "\n".join(lines)
+
+
+def comparison(doc: dict[str, Any]) -> str:
+    """The terminal rendering: the sentence, then a table of both sides by category."""
+    lines = []
+    for c in doc["comparisons"]:
+        a, b = c["a"], c["b"]
+        lines.append(c["sentence"])
+        head = f"  {'µs per step':12s} {a['label'][:18]:>18s} {b['label'][:18]:>18s} {'A − B':>10s}"
+        lines.append(head)
+        for cat in c["order"]:
+            lines.append(
+                f"  {LABELS[cat]:12s} {a['typical_us'][cat]:18,.1f} {b['typical_us'][cat]:18,.1f}"
+                f" {c['difference_us'][cat]:+10,.1f}"
+            )
+        lines.append(
+            f"  {'step':12s} {a['step_us']:18,.1f} {b['step_us']:18,.1f} "
+            f"{a['step_us'] - b['step_us']:+10,.1f}"
+        )
+        if a["run"] != b["run"]:
+            lines.append(f"  runs: A {a['run']}, B {b['run']}")
+        lines.append("")
+    return "\n".join(lines).rstrip()

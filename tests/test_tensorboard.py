@@ -44,7 +44,15 @@ def _trace(units_per_step: int = 1) -> WorkloadTrace:
 def test_scalars_by_hand(tmp_path):
     path = tensorboard.write(tmp_path, _trace(), now=1_000.0)
     assert path.name.startswith("events.out.tfevents.") and path.name.endswith(".profiler-scalars")
-    got = {(s["tag"], s["step"], s["value"]) for s in tensorboard.read(path)}
+    everything = {(s["tag"], s["step"], s["value"]) for s in tensorboard.read(path)}
+    by_category = {g for g in everything if g[0].startswith("time_by_category/")}
+    got = everything - by_category
+    # No phase explains anything in this trace: each timed step is all "other".
+    assert by_category == {
+        (f"time_by_category/{c}", step, value if c == "other" else 0.0)
+        for c in ("compute", "dispatch", "feed_fetch", "python", "tracing", "other")
+        for step, value in ((2, 2.0), (3, 3.0))
+    }
     assert got == {
         ("step_time_us", 2, 2.0),
         ("step_time_us", 3, 3.0),
@@ -103,6 +111,10 @@ _WANTED_TAGS = {
     "loss/by_updates",
     "phase_step_time_us/framework",
     "phase_step_time_us/hooks",
+    *(
+        f"time_by_category/{c}"
+        for c in ("compute", "dispatch", "feed_fetch", "python", "tracing", "other")
+    ),
 }
 
 
@@ -235,6 +247,16 @@ def test_scalars_plugin_lists_our_tags_and_points(board):
     points = _get(base, "/data/plugin/scalars/scalars", run="tf1_gd", tag="step_time_us")
     assert len(points) == TIMED_STEPS
     assert all(p[2] > 0 for p in points)
+    # Time by category: at every step the six categories add up to the step time.
+    by_cat = {
+        c: _get(base, "/data/plugin/scalars/scalars", run="tf1_gd", tag=f"time_by_category/{c}")
+        for c in ("compute", "dispatch", "feed_fetch", "python", "tracing", "other")
+    }
+    step_time = {p[1]: p[2] for p in points}
+    for i, (_wall, step, _value) in enumerate(by_cat["compute"]):
+        total = sum(by_cat[c][i][2] for c in by_cat)
+        assert total == pytest.approx(step_time[step], rel=1e-4)
+    assert sum(p[2] for p in by_cat["compute"]) > 0
 
 
 def test_make_tensorboard_serves_the_latest_run_on_loopback():

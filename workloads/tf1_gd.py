@@ -85,6 +85,13 @@ class Graph:
         return {"W": float(W_val[0, 0]), "b": float(b_val[0])}
 
     def loop(self, step, work: WorkDecl, **info) -> Loop:  # type: ignore[no-untyped-def]
+        """The Loop around ``step``; ``info`` tells phases what the step feeds and fetches.
+
+        ``feed_arrays`` (the arrays fed each step, for the hooks phase's measurement of the
+        dtype cast) defaults to the float64 data when the step feeds anything.
+        """
+        if info.get("feeds") and "feed_arrays" not in info:
+            info["feed_arrays"] = (self.x_data, self.y_data)
         return Loop(
             step=step,
             work=work,

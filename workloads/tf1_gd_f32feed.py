@@ -24,7 +24,14 @@ def build(params: Params) -> Loop:
         # tf1_gd's loop body; only the feeds' dtype differs.
         _, loss_val_tmp = sess.run([opt_operation, loss], feed_dict={X: x_data, Y: y_data})
 
-    return g.loop(step, tf1_gd.work(params.n), fetches=2, feeds=2, feed_dtype="float32")
+    return g.loop(
+        step,
+        tf1_gd.work(params.n),
+        fetches=2,
+        feeds=2,
+        feed_dtype="float32",
+        feed_arrays=(x_data, y_data),
+    )
 
 
 WORKLOAD = WorkloadSpec(

@@ -83,6 +83,16 @@ def derive(target: Target, wall_ns: int, measured: dict[str, int]) -> dict[str, 
     return parts
 
 
+def _central(walls: Sequence[int]) -> list[int]:
+    """Indices of the steps whose wall lies between the 10th and 90th percentiles."""
+    if not walls:
+        return []
+    ordered = sorted(walls)
+    n = len(ordered)
+    lo, hi = ordered[n // 10], ordered[max(n - n // 10 - 1, 0)]
+    return [i for i, w in enumerate(walls) if lo <= w <= hi]
+
+
 def split(
     target: Target,
     rows: Sequence[tuple[int, Sequence[int], Sequence[int], Sequence[int]]],
@@ -129,6 +139,15 @@ def split(
     names = ["wall", *keys, *target.derived]
     median = {k: median_ns(columns[k]) for k in names if columns.get(k)}
     mean = {k: sum(columns[k]) // n for k in names if columns.get(k)}
+    # The mean of each part over the steps whose wall lies between the window's 10th and 90th
+    # percentiles: a typical step's composition (the parts sum to its mean wall), without the
+    # slow outliers a plain mean carries. Attribution reads this.
+    central_rows = _central(columns["wall"])
+    central = {
+        k: sum(columns[k][i] for i in central_rows) // max(len(central_rows), 1)
+        for k in names
+        if columns.get(k)
+    }
     per_call = int(self_cost.get("per_call_ns", 0))
     wrapper = int(self_cost.get("step_wrapper_ns", 0))
     total_calls = sum(c for k, c in calls.items() if k not in target.intervals)
@@ -153,6 +172,7 @@ def split(
         "categories": dict(target.categories),
         "median_ns": median,
         "mean_ns": mean,
+        "central_mean_ns": central,
         "inclusive_median_ns": {k: median_ns(v) for k, v in inclusive.items() if v},
         "calls_per_step": {k: round(c / n, 3) if n else 0.0 for k, c in calls.items()},
         "per_step": per_step,

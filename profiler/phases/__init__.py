@@ -44,10 +44,11 @@ class Budget:
     rewarm: int = 20
     steps: int | None = None
 
-    def steps_for(self, step_ns: int) -> int:
+    def steps_for(self, step_ns: int, scale: float = 1.0) -> int:
+        """Steps for the window; ``scale`` multiplies the target time (``--quick``: 0.5)."""
         if self.steps is not None:
             return self.steps
-        want = int(self.target_s * 1e9 / max(step_ns, 1))
+        want = int(self.target_s * scale * 1e9 / max(step_ns, 1))
         return max(self.min_steps, min(self.max_steps, want))
 
 

@@ -323,6 +323,39 @@ def measure_cost(clock: Clock, n: int = 20_000, repeats: int = 5) -> dict[str, A
     }
 
 
+def measure_feed_cast(
+    arrays: Any, clock: Clock, dtype: str = "float32", n: int = 2_000, repeats: int = 5
+) -> dict[str, Any]:
+    """What converting the step's feeds to the placeholders' dtype costs, per step.
+
+    Feed conversion is ``np_asarray(value, dtype)``: for a float64 array fed to a float32
+    placeholder that is a cast and a copy, for a float32 array a no-op. Timed here on the very
+    arrays the step feeds, against already-converted copies, alternating, ``n`` steps'
+    worth per block; the difference of the medians is the cast's cost (0 for pre-cast feeds).
+    """
+    import numpy as np
+
+    feeds = [np.asarray(a) for a in arrays]
+    ready = [np.asarray(a, dtype=dtype) for a in feeds]
+    costs: list[int] = []
+    for r in range(repeats):
+        times: dict[bool, int] = {}
+        for cast in (True, False) if r % 2 == 0 else (False, True):
+            source = feeds if cast else ready
+            t0 = clock()
+            for _ in range(n):
+                for a in source:
+                    np.asarray(a, dtype=dtype)
+            times[cast] = (clock() - t0) // n
+        costs.append(times[True] - times[False])
+    return {
+        "cast_ns": max(0, median_ns(costs)),
+        "dtypes": [str(a.dtype) for a in feeds],
+        "to": dtype,
+        "method": f"np.asarray of the fed arrays vs pre-converted copies, {n} x {repeats}",
+    }
+
+
 def _resolve(point: HookPoint) -> tuple[Any, str, Any]:
     """(owner object, attribute name, original value) of a hook point."""
     try:
@@ -441,6 +474,12 @@ class HooksPhase(Phase):
         finally:
             self._restore()
         data = collect.split(self.target, rows, walls, {**self.cost, **on_off})
+        if self.target is TF1 and ctx.loop.info.get("feed_arrays"):
+            data["feed_cast"] = measure_feed_cast(ctx.loop.info["feed_arrays"], ctx.clock)
+        # What the step feeds and fetches: attribution splits fetch costs per fetched value.
+        data["loop_info"] = {
+            k: v for k, v in ctx.loop.info.items() if k in ("fetches", "feeds", "k", "mode")
+        }
         if self.target is TF2 and not data["calls_per_step"].get("function_call"):
             data["note"] = "no tf.function call in the window's steps: nothing to split"
         self.timers.rows.clear()

@@ -42,11 +42,13 @@ PHASES: dict[str, tuple[Callable[[Budget, dict[str, Any]], Phase], Budget]] = {
     "timed": (lambda b, _o: TimedPhase(b), Budget(target_s=1.0, min_steps=50, max_steps=10**7)),
     # ~2 s: ~200 samples at the default 100 Hz (profiler.phases.sampled.DEFAULT_RATE_HZ).
     "sampled": (_sampled, Budget(target_s=2.0, min_steps=50, max_steps=10**6)),
-    # ~1 s: line_profiler makes the traced Python lines ~1.6x slower.
-    "lines": (_lines, Budget(target_s=1.0, min_steps=50, max_steps=10**5)),
+    # ~0.5 s of steps (~0.8 s of wall: line_profiler makes traced Python lines ~1.6x slower);
+    # a line table needs hits per line, not seconds.
+    "lines": (_lines, Budget(target_s=0.5, min_steps=50, max_steps=10**5)),
     # ~120 KB of xplane per 200 TF1 steps; spans are kept for at most this window.
     "framework": (_framework, Budget(target_s=0.3, min_steps=20, max_steps=200)),
-    "hooks": (_hooks, Budget(target_s=1.0, min_steps=50, max_steps=1000)),
+    # ~0.6 s plus the on/off blocks that measure the hooks' own cost.
+    "hooks": (_hooks, Budget(target_s=0.6, min_steps=50, max_steps=1000)),
 }
 
 #: What runs when ``--phases`` is not given.
