@@ -375,6 +375,13 @@ def _settle(b: _Builder, reference: int) -> tuple[dict[str, int], dict[str, int]
             f"timed step (they were measured in other windows); scaled to it"
         )
     typical = {c: int(b.ns[c] * scale) for c in EXPLAINED}
+    if scale < 1.0:
+        # Scaled to fit: hand the ns lost to rounding to the largest remainders, so a fully
+        # explained step has no "other" made of truncation.
+        target = max(reference - int(b.unresolved), 0)
+        order = sorted(EXPLAINED, key=lambda c: -(b.ns[c] * scale - typical[c]))
+        for c in order[: max(target - sum(typical.values()), 0)]:
+            typical[c] += 1
     typical[OTHER] = reference - sum(typical.values())
     parts = {p: int(v * scale) for p, v in b.parts.items()}
     return typical, parts

@@ -28,17 +28,13 @@ from typing import Any
 DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2)
 #: Samples each implementation trains on, by implementation name or else by framework,
 #: rounded up to whole epochs of n. Chosen from measurements here (2 cores; README, "Training
-#: efficiency"): the seed's single-sample loops cost ~3.5 µs a sample and reach the target by
-#: ~13k samples, so 104,000 (25 Keras epochs) shows their floor; the mean-of-batch loops need
-#: ~130k and cost ~0.2–1 µs a sample; Keras ``fit`` costs ~30 µs a sample (~1 ms an update)
-#: and needs up to 166,400 (40 epochs) for every seed to reach the target; the zero-initialised
-#: Keras runs to the equal-updates point only (3,250 updates), which is what its causes need.
+#: efficiency"): numpy loops cost 0.2–3.5 µs a sample, and 166,400 samples (40 Keras epochs)
+#: take every one of them to its floor; Keras ``fit`` costs ~30 µs a sample (~1 ms an update)
+#: and needs up to 166,400 for every seed to reach the target; the zero-initialised Keras runs
+#: to the equal-updates point only (25 epochs, 3,250 updates), which is what its causes need.
 DEFAULT_BUDGETS: Mapping[str, int] = {
     "numpy": 166_400,
     "keras": 166_400,
-    "adam_handwritten": 104_000,
-    "adam_freshbatch": 104_000,
-    "adam_globalstep": 104_000,
     "keras_adam_zeroinit": 104_000,
 }
 #: "Equal samples": 3 of Keras's epochs on n = 4,160 (the question's "3 epochs").
@@ -223,6 +219,7 @@ class Run:
     observe_ns: int = 0
     reuse: tuple[tuple[int, int], ...] = ()
     printed: tuple[float, ...] | None = None
+    run_s: float = 0.0
 
     @classmethod
     def from_raw(cls, raw: Mapping[str, Any]) -> Run:
@@ -253,6 +250,7 @@ class Run:
             observe_ns=int(raw.get("observe_ns", 0)),
             reuse=tuple(sorted((int(k), int(v)) for k, v in (raw.get("reuse") or {}).items())),
             printed=tuple(float(v) for v in printed["per_epoch"]) if printed else None,
+            run_s=float(raw.get("run_s", 0.0)),
         )
 
     @property
@@ -576,6 +574,7 @@ def implementation_summary(impl: Impl, t: Targets) -> dict[str, Any]:
             "per_update_us": tpu / 1e3 if tpu is not None else None,
             "per_epoch_ms": tpu * impl.updates_per_epoch / 1e6 if tpu is not None else None,
             "train_s": spread([v / 1e9 for v in train_ns]),
+            "run_s": spread([r.run_s for r in impl.runs]),
             "first_update_ms": spread([r.first_update_ns / 1e6 for r in impl.runs]),
             "flops_per_update": impl.flops_per_update,
             "log_points": log_points,

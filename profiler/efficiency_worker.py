@@ -26,7 +26,7 @@ Output (``RESULT_FILE``)::
 
     {"spec": {...}, "status", "error",
      "runs": {"<implementation>": {"framework", "work", "initializer", "budget_samples",
-              "seeds": [{"seed", "status", "error", "floor", "first_update_ns", "log_ns",
+              "seeds": [{"seed", "status", "error", "run_s", "floor", "first_update_ns", "log_ns",
                          "log_points", "observe_ns", "reuse": {"<passes>": count}, "printed",
                          "checkpoints": {"samples": [...], "updates", "epochs", "counter",
                                          "distinct", "distinct_epoch", "wall_ns", "loss"}}]}}}
@@ -250,7 +250,7 @@ def run_keras(loop: Any, n: int, points: list[int], clock: Clock) -> dict[str, A
         e, j = divmod(batches, per_epoch)
         return e * n + min(n, j * batch)
 
-    class Checkpoints(keras.callbacks.Callback):  # type: ignore[misc,name-defined]
+    class Checkpoints(keras.callbacks.Callback):
         def on_train_batch_end(self, batch_index: int, logs: Any = None) -> None:
             state["batches"] += 1
             b = state["batches"]
@@ -359,6 +359,7 @@ def run(spec: EfficiencySpec, clock: Clock = now_ns, progress: Progress = lambda
                 }
             )
             run_entry: dict[str, Any] = {"seed": seed, "status": "ok", "error": ""}
+            t0 = clock()
             try:
                 result = measure(name, seed, spec, clock)
                 entry["work"] = result.pop("work")
@@ -366,6 +367,8 @@ def run(spec: EfficiencySpec, clock: Clock = now_ns, progress: Progress = lambda
                 run_entry.update(result)
             except Exception as exc:  # one broken run must not lose the others
                 run_entry.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+            # The whole run in this process: build, training, logging, one-offs.
+            run_entry["run_s"] = round((clock() - t0) / 1e9, 3)
             entry["seeds"].append(run_entry)
             done += 1
             save()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from profiler import sampling, stats
+from profiler import attribution, sampling, stats
 from profiler.model import OK, MetricPoint, WorkDecl, WorkloadTrace, median_ns
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def _loss_obj(trace: WorkloadTrace) -> dict[str, Any]:
     }
 
 
-def workload_summary(o: WorkloadOutcome) -> dict[str, Any]:
+def workload_summary(o: WorkloadOutcome, att: Any = None) -> dict[str, Any]:
     """The summary object of one workload (see the schema for every field)."""
     spec, trace = o.spec, o.trace
     params = o.params
@@ -189,6 +189,7 @@ def workload_summary(o: WorkloadOutcome) -> dict[str, Any]:
     }
     entry["final"] = {k: float(v) for k, v in trace.final.items()}
     entry["sampling"] = sampling.summarize(trace)
+    entry["attribution"] = attribution.summarize(att)
     return entry
 
 
@@ -207,7 +208,21 @@ def build(
     from profiler import __version__
     from profiler import efficiency as eff
     from profiler import experiments as exp
+    from profiler import perf_rules
 
+    atts = {
+        o.spec.name: attribution.attribute(o.trace)
+        for o in outcomes
+        if o.trace is not None and o.status == OK
+    }
+
+    def predict(baseline: str, removes: tuple[str, ...]) -> int | None:
+        att = atts.get(baseline)
+        return attribution.removal_ns(att, removes) if att is not None else None
+
+    entries = [workload_summary(o, atts.get(o.spec.name)) for o in outcomes]
+    x_section = exp.summarize(experiments, predict) if experiments is not None else None
+    perf_rules.cross_check(entries, x_section)
     return clean(
         {
             "schema_version": SCHEMA_VERSION,
@@ -222,8 +237,9 @@ def build(
                 "notes": list(info.notes),
             },
             "environment": environment,
-            "workloads": [workload_summary(o) for o in outcomes],
-            "experiments": exp.summarize(experiments) if experiments is not None else None,
+            "workloads": entries,
+            "experiments": x_section,
+            "diagnoses": perf_rules.diagnose(entries, x_section),
             "efficiency": eff.summarize(efficiency) if efficiency is not None else None,
         }
     )

@@ -1,0 +1,228 @@
+"""Attribution: exact ns per category on hand-built traces, and its properties."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from profiler import attribution
+from profiler.collectors.pyspy import MAIN_THREAD
+from profiler.model import (
+    CATEGORIES,
+    PhaseRecord,
+    Sample,
+    Segment,
+    Window,
+    WorkDecl,
+    WorkloadTrace,
+)
+from tests.test_rules import NP_STEP, NP_SUM, NUMPY_SO, TF1_DO_RUN, nat, py
+
+WORK = WorkDecl(1000, 1, 1, 15_000, 120_000)
+
+
+def _window(phase: str, durations: list[int], first: int = 0) -> Window:
+    bounds = [1_000_000]
+    for d in durations:
+        bounds.append(bounds[-1] + d)
+    return Window(phase, (Segment(first, tuple(bounds)),))
+
+
+def _trace(timed: list[int], *phases: PhaseRecord, work: WorkDecl = WORK) -> WorkloadTrace:
+    return WorkloadTrace(
+        workload="w",
+        params={},
+        work=work,
+        build_ns=0,
+        warmup=_window("warmup", [1000] * 3),
+        phases=(PhaseRecord("timed", "ok", window=_window("timed", timed, 3)), *phases),
+    )
+
+
+#: A hooks phase whose typical step is: outside 100, feed conversion 250, native 400, rest 150
+#: (ns), with the hooks costing 100 ns a step.
+HOOKS = PhaseRecord(
+    "hooks",
+    "ok",
+    window=_window("hooks", [900] * 5, 100),
+    data={
+        "partition": ["outside_run", "feed_convert", "native", "run_rest"],
+        "categories": {
+            "outside_run": "python",
+            "feed_convert": "feed_fetch",
+            "native": "native",
+            "run_rest": "python",
+        },
+        "central_mean_ns": {"outside_run": 100, "feed_convert": 250, "native": 400, "run_rest": 150},
+        "self_cost": {"per_step_ns": 100},
+        "feed_cast": {"cast_ns": 30},
+        "loop_info": {"fetches": 2, "feeds": 2},
+    },
+)
+#: Kernels: 150 ns of the native call; the executor spans 300 ns of it.
+FRAMEWORK = PhaseRecord(
+    "framework",
+    "ok",
+    window=_window("framework", [1000] * 5, 200),
+    data={"median_ns": {"kernel_union_ns": 150, "executor_ns": 300}},
+)
+# Reference: the mean of the steps between p10 and p90 of these is 1,000 ns.
+TIMED = [1000] * 8 + [400, 5000]
+
+
+def test_hooks_and_kernels_split_a_step_exactly_by_hand():
+    att = attribution.attribute(_trace(TIMED, HOOKS, FRAMEWORK))
+    assert att.method == "hooks+kernels"
+    assert att.reference_ns == 1000
+    # Python side 500 ns less the hooks' 100 ns, in proportion (x 0.8): outside 80, feed 200,
+    # rest 120. Native 400: kernels 150, executor's per-op work 300 - 150, call 400 - 300.
+    assert att.typical == {
+        "compute": 150,
+        "dispatch": 250,
+        "feed_fetch": 200,
+        "python": 200,
+        "tracing": 0,
+        "other": 200,
+    }
+    assert att.parts["dispatch.per_op"] == 150 and att.parts["dispatch.per_call"] == 100
+    assert att.parts["feed_fetch.feed"] == 200
+    assert att.parts["feed_fetch.cast"] == 30
+    # A step as long as the reference keeps the parts; a longer one puts its excess in other;
+    # a shorter one than the explained 800 ns gets the parts scaled to it.
+    assert att.steps[0] == (150, 250, 200, 200, 0, 200)
+    assert att.steps[9] == (150, 250, 200, 200, 0, 4200)
+    assert att.steps[8] == (75, 125, 100, 100, 0, 0)
+    assert att.overhead_share == pytest.approx(0.85)
+
+
+def test_without_kernel_time_the_native_call_is_other_and_says_so():
+    att = attribution.attribute(_trace(TIMED, HOOKS))
+    assert att.typical["compute"] == 0 and att.typical["dispatch"] == 0
+    assert att.typical["other"] == 1000 - 400
+    assert any("could not be split" in n for n in att.notes)
+
+
+def test_sources_that_explain_more_than_the_step_are_scaled_and_noted():
+    att = attribution.attribute(_trace([500] * 10, HOOKS, FRAMEWORK))
+    assert sum(att.typical.values()) == 500
+    assert att.typical["other"] == 0
+    assert any("explain 160%" in n for n in att.notes)
+
+
+def test_removal_predictions_sum_parts_and_whole_categories_once():
+    att = attribution.attribute(_trace(TIMED, HOOKS, FRAMEWORK))
+    assert attribution.removal_ns(att, ("feed_fetch.feed",)) == 200
+    assert attribution.removal_ns(att, ("python", "feed_fetch", "dispatch.per_call")) == 500
+    # A part of a category removed whole is not counted twice.
+    assert attribution.removal_ns(att, ("feed_fetch", "feed_fetch.cast")) == 200
+
+
+def _sampled(stacks: list[tuple[tuple, int]]) -> PhaseRecord:
+    return PhaseRecord(
+        "sampled",
+        "ok",
+        window=_window("sampled", [1000] * 5, 300),
+        samples=tuple(Sample(frames, n, MAIN_THREAD) for frames, n in stacks),
+        data={"rate_hz": 100},
+    )
+
+
+def test_samples_give_shares_of_the_timed_step():
+    compute = (*NP_SUM, nat("PyUFunc_GenericReduction", NUMPY_SO), nat("DOUBLE_add", NUMPY_SO))
+    dispatch = (*NP_SUM, nat("PyUFunc_GenericReduction", NUMPY_SO))
+    python = NP_STEP
+    rec = _sampled([(compute, 20), (dispatch, 50), (python, 30)])
+    att = attribution.attribute(_trace([2000] * 10, rec))
+    assert att.method == "samples"
+    assert att.typical == {
+        "compute": 400,
+        "dispatch": 1000,
+        "feed_fetch": 0,
+        "python": 600,
+        "tracing": 0,
+        "other": 0,
+    }
+
+
+def test_native_session_samples_are_resolved_by_kernel_time():
+    native = (*TF1_DO_RUN, py("BaseSession._call_tf_sessionrun", TF1_DO_RUN[-1].file, 1483))
+    rec = _sampled([(native, 60), (TF1_DO_RUN, 40)])
+    att = attribution.attribute(_trace([1000] * 10, rec, FRAMEWORK))
+    assert att.method == "samples+kernels"
+    # 600 ns inside the session call: 150 kernels, 150 executor, 300 the call.
+    assert att.typical["compute"] == 150
+    assert att.typical["dispatch"] == 450
+    assert sum(att.typical.values()) == 1000
+
+
+def test_no_sources_leave_the_whole_step_other():
+    att = attribution.attribute(_trace([700] * 4))
+    assert att.method == "none"
+    assert att.typical["other"] == 700
+    assert att.steps == ((0, 0, 0, 0, 0, 700),) * 4
+
+
+def test_units_of_k_steps_are_split_per_unit_and_reported_per_step():
+    k = 10
+    work = WorkDecl(10_000, k, 1, 150_000, 1, units_per_step=k)
+    att = attribution.attribute(_trace([10_000] * 10, work=work))
+    assert att.reference_ns == 1_000
+    assert att.steps[0] == (0, 0, 0, 0, 0, 10_000)
+    assert attribution.summarize(att)["typical_us"]["other"] == 1.0
+
+
+def test_summary_object_has_shares_that_add_to_one():
+    s = attribution.summarize(attribution.attribute(_trace(TIMED, HOOKS, FRAMEWORK)))
+    assert sum(s["share"].values()) == pytest.approx(1.0, abs=1e-4)
+    assert s["typical_us"]["compute"] == 0.15
+    assert s["steps"] == 10
+    assert s["sources"]["compute"][0].startswith("kernels")
+    assert "hooks' measured cost (0.1 µs/step" in s["sources"]["python"][0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(min_value=1, max_value=10**7), min_size=1, max_size=60),
+    st.integers(min_value=0, max_value=2_000),
+    st.integers(min_value=0, max_value=2_000),
+    st.integers(min_value=0, max_value=2_000),
+)
+def test_conservation_and_non_negativity(timed, native, feed, kern):
+    hooks = PhaseRecord(
+        "hooks",
+        "ok",
+        data={
+            **HOOKS.data,
+            "central_mean_ns": {
+                "outside_run": 10, "feed_convert": feed, "native": native, "run_rest": 5,
+            },
+        },
+    )
+    fw = PhaseRecord("framework", "ok", data={"median_ns": {"kernel_union_ns": kern,
+                                                            "executor_ns": kern * 2}})
+    att = attribution.attribute(_trace(timed, hooks, fw))
+    for row, d in zip(att.steps, timed, strict=True):
+        assert sum(row) == d
+        assert min(row) >= 0
+    assert sum(att.typical.values()) == att.reference_ns
+    assert min(att.typical.values()) >= 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=10**6), min_size=2, max_size=40),
+       st.randoms())
+def test_order_invariance(timed, rnd: random.Random):
+    shuffled = list(timed)
+    rnd.shuffle(shuffled)
+    a = attribution.attribute(_trace(timed, HOOKS, FRAMEWORK))
+    b = attribution.attribute(_trace(shuffled, HOOKS, FRAMEWORK))
+    assert a.typical == b.typical
+    assert sorted(a.steps) == sorted(b.steps)
+
+
+def test_conservation_error_is_explicit():
+    assert issubclass(attribution.ConservationError, ArithmeticError)
+    assert set(CATEGORIES) == set(attribution.EXPLAINED) | {"other"}
