@@ -371,8 +371,9 @@ def _settle(b: _Builder, reference: int) -> tuple[dict[str, int], dict[str, int]
     # Half a percent over is rounding between windows, not over-attribution worth a note.
     if explained + b.unresolved > reference * 1.005 and explained > 0:
         b.notes.append(
-            f"the sources explain {100 * (explained + b.unresolved) / reference:.0f}% of the "
-            f"timed step (they were measured in other windows); scaled to it"
+            f"the instrumented windows' steps add up to {100 * (explained + b.unresolved) / reference:.0f}% "
+            "of the timed step (machine drift between windows, or instrumentation cost not "
+            "measured); their composition is scaled to the timed step"
         )
     typical = {c: int(b.ns[c] * scale) for c in EXPLAINED}
     if scale < 1.0:

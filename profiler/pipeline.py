@@ -114,6 +114,8 @@ def run_experiments(opts: RunOptions, run_dir: Path) -> dict[str, Any] | None:
         sweep_workloads=sweep,
         sizes=list(opts.sweep_sizes or DEFAULT_SIZES),
     )
+    for key, value in opts.experiment_overrides.items():
+        setattr(spec, key, value)
     spec_path = xdir / "spec.json"
     rundir.atomic_write_text(spec_path, spec.to_json())
     bar = TaskBar(opts.progress, "experiments")
@@ -236,7 +238,7 @@ def execute(opts: RunOptions, now: float | None = None) -> RunResult:
             experiments = None
             info.notes.append("experiments interrupted")
         try:
-            efficiency = run_efficiency(opts, partial)
+            efficiency = run_efficiency(opts, partial, opts.efficiency_overrides)
         except KeyboardInterrupt:
             efficiency = None
             info.notes.append("efficiency interrupted")

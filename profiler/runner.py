@@ -78,6 +78,8 @@ class RunOptions:
         experiments: run the counterfactual pairs and the size sweep whose workloads are
             among ``workloads`` (``profiler.experiments``).
         sweep_sizes: problem sizes for the sweep.
+        experiment_overrides, efficiency_overrides: fields of ``ExperimentSpec`` /
+            ``EfficiencySpec`` to change (blocks, seeds, budgets ...), e.g. for a short test run.
     """
 
     workloads: list[WorkloadSpec]
@@ -92,6 +94,8 @@ class RunOptions:
     progress: bool = True
     experiments: bool = False
     sweep_sizes: list[int] = field(default_factory=list)
+    experiment_overrides: dict[str, Any] = field(default_factory=dict)
+    efficiency_overrides: dict[str, Any] = field(default_factory=dict)
 
 
 Progress = Callable[[dict[str, Any]], None]

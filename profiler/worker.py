@@ -253,6 +253,8 @@ def _run_phase(phase: Phase, ctx: PhaseContext, sched: _Schedule, params: Params
     steps = (
         params.steps if phase.name == "timed" else phase.budget.steps_for(ctx.step_ns, scale)
     )
+    if phase.name != "timed" and phase.budget.steps is None:
+        steps = phase.window_steps(ctx, steps)
     installed = False
     try:
         phase.install(ctx)

@@ -30,3 +30,36 @@ def python_env() -> dict[str, str]:
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     return env
+
+
+@pytest.fixture(scope="session")
+def suite_run(tmp_path_factory: pytest.TempPathFactory):
+    """The whole default suite, every phase, experiments and efficiency, on short budgets.
+
+    One real run shared by the tests that check a run end to end (schema, attribution,
+    diagnoses, the report in a browser). About a minute and a half on 2 cores.
+    """
+    from profiler import pipeline
+    from profiler.runner import RunOptions
+    from profiler.phases import registry
+    import workloads
+
+    specs = [workloads.get(n) for n in workloads.default_suite()]
+    out = tmp_path_factory.mktemp("suite") / "runs"
+    opts = RunOptions(
+        workloads=specs,
+        params={s.name: s.defaults.with_(steps=max(s.defaults.steps // 4, 50)) for s in specs},
+        phases=list(registry.DEFAULT_PHASES),
+        out_root=out,
+        timeout_s=300,
+        progress=False,
+        options={"time_scale": 0.4},
+        experiments=True,
+        sweep_sizes=[10, 1_000, 10_000],
+        experiment_overrides={"blocks": 4, "block_s": 0.05},
+        efficiency_overrides={
+            "seeds": [0],
+            "budgets": {"numpy": 20_800, "keras": 12_480, "keras_adam_zeroinit": 12_480},
+        },
+    )
+    return pipeline.execute(opts)

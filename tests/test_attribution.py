@@ -109,7 +109,7 @@ def test_sources_that_explain_more_than_the_step_are_scaled_and_noted():
     att = attribution.attribute(_trace([500] * 10, HOOKS, FRAMEWORK))
     assert sum(att.typical.values()) == 500
     assert att.typical["other"] == 0
-    assert any("explain 160%" in n for n in att.notes)
+    assert any("add up to 160% of the timed step" in n for n in att.notes)
 
 
 def test_removal_predictions_sum_parts_and_whole_categories_once():

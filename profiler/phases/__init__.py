@@ -92,6 +92,10 @@ class Phase(abc.ABC):
     def install(self, ctx: PhaseContext) -> None:
         """Start the instrumentation (raise ``PhaseUnavailable`` if it cannot run here)."""
 
+    def window_steps(self, ctx: PhaseContext, proposed: int) -> int:
+        """The window's timed units, given the budget's ``proposed`` count (override to cap)."""
+        return proposed
+
     def step_wrapper(self, ctx: PhaseContext) -> StepWrapper | None:
         """A per-step context the loop enters around each step, or None."""
         return None

@@ -50,6 +50,9 @@ from workloads.base import StepWrapper, WorkloadSpec
 PROFILER_OPTIONS = {"host_tracer_level": 2, "python_tracer_level": 0, "device_tracer_level": 0}
 #: TF1 steps run with ``RunOptions(FULL_TRACE)`` after the window, unless options say otherwise.
 FULL_TRACE_STEPS = 20
+#: Bounds of the capture window in training steps (a unit may hold several).
+MAX_TRAINING_STEPS = 2_000
+MIN_UNITS = 5
 #: Where the FULL_TRACE steps' ``RunMetadata`` go, under the workload's folder.
 RUN_METADATA_DIR = "framework/run_metadata"
 
@@ -107,6 +110,13 @@ class FrameworkPhase(Phase):
             ) from None
         self._start_ns = ctx.clock() - t0
         self._running = True
+
+    def window_steps(self, ctx: PhaseContext, proposed: int) -> int:
+        """At most ``MAX_TRAINING_STEPS`` training steps: a unit of k in-graph steps traces
+        every kernel of every iteration (a 100-step unit is ~500 kernel events), and the
+        capture grows with them, not with the units."""
+        k = ctx.loop.work.units_per_step
+        return max(min(proposed, MAX_TRAINING_STEPS // k), MIN_UNITS)
 
     def step_wrapper(self, ctx: PhaseContext) -> StepWrapper | None:
         import tensorflow as tf
@@ -216,8 +226,15 @@ class FrameworkPhase(Phase):
         self._session_patched = sess
         sess.run = traced_run
         marks = [ctx.clock()]
+        # Units of k in-graph steps: a few units already hold many traced iterations.
+        units = max(
+            min(
+                self.full_trace_steps, -(-MAX_TRAINING_STEPS // 10 // ctx.loop.work.units_per_step)
+            ),
+            2,
+        )
         try:
-            ctx.loop.run(self.full_trace_steps, marks, ctx.clock)
+            ctx.loop.run(units, marks, ctx.clock)
         finally:
             self._unpatch_session(ctx)
         paths = step_stats.write_run_metadata(ctx.workload_dir / RUN_METADATA_DIR, metadatas)

@@ -40,8 +40,8 @@ def _hooks(budget: Budget, options: dict[str, Any]) -> Phase:
 #: name -> (factory, default budget). The timed phase's steps come from the workload's params.
 PHASES: dict[str, tuple[Callable[[Budget, dict[str, Any]], Phase], Budget]] = {
     "timed": (lambda b, _o: TimedPhase(b), Budget(target_s=1.0, min_steps=50, max_steps=10**7)),
-    # ~2 s: ~200 samples at the default 100 Hz (profiler.phases.sampled.DEFAULT_RATE_HZ).
-    "sampled": (_sampled, Budget(target_s=2.0, min_steps=50, max_steps=10**6)),
+    # ~1.5 s: ~150 samples at the default 100 Hz (profiler.phases.sampled.DEFAULT_RATE_HZ).
+    "sampled": (_sampled, Budget(target_s=1.5, min_steps=50, max_steps=10**6)),
     # ~0.5 s of steps (~0.8 s of wall: line_profiler makes traced Python lines ~1.6x slower);
     # a line table needs hits per line, not seconds.
     "lines": (_lines, Budget(target_s=0.5, min_steps=50, max_steps=10**5)),

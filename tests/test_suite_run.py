@@ -1,0 +1,89 @@
+"""One real short run of the whole suite: schema, attribution, experiments, diagnoses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from profiler import attribution, summary
+from profiler.model import CATEGORIES
+from profiler.runner import load_trace
+
+pytestmark = [pytest.mark.tf, pytest.mark.slow]
+
+
+def _w(doc, name):
+    return next(w for w in doc["workloads"] if w["name"] == name)
+
+
+def test_every_workload_ran_and_its_summary_validates(suite_run):
+    doc = json.loads((suite_run.run_dir / "summary.json").read_text())
+    summary.validate(doc)
+    assert [w["status"] for w in doc["workloads"]] == ["ok"] * 12, [
+        (w["name"], w["error"]) for w in doc["workloads"] if w["status"] != "ok"
+    ]
+    for w in doc["workloads"]:
+        statuses = {p["name"]: p["status"] for p in w["phases"]}
+        assert statuses["timed"] == "ok"
+        assert statuses["sampled"] == "ok", (w["name"], w["phases"])
+        if w["framework"] in ("tf1", "keras") or w["name"] == "tf2_function_step":
+            assert statuses["framework"] == "ok" and statuses["hooks"] == "ok", w["name"]
+
+
+def test_every_timed_step_is_split_into_categories_that_sum_to_it(suite_run):
+    for o in suite_run.outcomes:
+        trace = load_trace(suite_run.run_dir / "workloads" / o.slug / "model.json.gz")
+        att = attribution.attribute(trace)
+        durations = trace.phase("timed").window.durations_ns()
+        assert len(att.steps) == len(durations)
+        for row, d in zip(att.steps, durations, strict=True):
+            assert sum(row) == d and min(row) >= 0
+        s = _w(suite_run.summary, o.spec.name)["attribution"]
+        total_ms = sum(s["window_total_ms"][c] for c in CATEGORIES)
+        assert total_ms == pytest.approx(sum(durations) / 1e6, rel=1e-6)
+
+
+def test_tf1_gd_is_mostly_overhead_and_its_compute_matches_step_stats(suite_run):
+    att = _w(suite_run.summary, "tf1_gd")["attribution"]
+    assert att["overhead_share"] >= 0.70
+    assert att["method"] == "hooks+kernels"
+    (check,) = [c for c in att["checks"] if c["name"] == "compute vs step_stats kernel time"]
+    assert check["ok"], check
+    # The seed pair's "other" stays small: the attribution explains the step.
+    for name in ("numpy_gd", "tf1_gd"):
+        assert _w(suite_run.summary, name)["attribution"]["share"]["other"] <= 0.15, name
+
+
+def test_numpy_compute_share_agrees_with_the_size_sweep(suite_run):
+    att = _w(suite_run.summary, "numpy_gd")["attribution"]
+    (check,) = [c for c in att["checks"] if "size sweep" in c["name"]]
+    assert check["ok"], check
+
+
+def test_every_pair_has_a_prediction_and_a_measurement(suite_run):
+    x = suite_run.summary["experiments"]
+    assert x["status"] == "ok"
+    assert len(x["pairs"]) == 6
+    for p in x["pairs"]:
+        assert p["status"] == "ok", p
+        assert p["predicted_saving_us"] is not None and p["measured_saving_us"] is not None
+        assert p["resolution_us"] > 0
+    # Moving the loop into the graph removes most of tf1_gd's step, predicted and measured.
+    loop = next(p for p in x["pairs"] if p["variant"] == "tf1_gd_whileloop")
+    assert loop["measured_saving_us"] > 0.5 * loop["baseline_us"]
+    assert loop["predicted_saving_us"] > 0.5 * loop["baseline_us"]
+    assert x["sweep"]["numpy_gd"]["fit"]["b_ns_per_sample"] > 0
+
+
+def test_a_diagnosis_fires_on_tf1_gd_and_not_on_its_in_graph_control(suite_run):
+    fired = {(d["name"], d["rule"]) for d in suite_run.summary["diagnoses"]}
+    assert ("tf1_gd", "feed_dict_cost_measured") in fired
+    assert ("tf1_gd", "overhead_bound_measured") in fired
+    control = {rule for name, rule in fired if name == "tf1_gd_whileloop"}
+    assert not control & {"feed_dict_cost_measured", "feed_dict_cost", "overhead_bound",
+                          "overhead_bound_measured"}
+    feed = next(d for d in suite_run.summary["diagnoses"]
+                if d["name"] == "tf1_gd" and d["rule"] == "feed_dict_cost_measured")
+    att = _w(suite_run.summary, "tf1_gd")["attribution"]
+    assert f"{att['parts_us']['feed_fetch.feed']:.0f} µs per step" in feed["message"]
