@@ -87,7 +87,13 @@ def fetch(asset: Asset, registry: str | None = None, timeout_s: float = 60.0) ->
     target = path(asset)
     if target.exists():
         return target
-    registry = registry or os.environ.get("npm_config_registry") or DEFAULT_REGISTRY
+    # npm spells its setting in lower case; honour both spellings.
+    registry = (
+        registry
+        or os.environ.get("npm_config_registry")  # noqa: SIM112
+        or os.environ.get("NPM_CONFIG_REGISTRY")
+        or DEFAULT_REGISTRY
+    )
     url = asset.tarball_url(registry)
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:

@@ -370,9 +370,10 @@ def _settle(b: _Builder, reference: int) -> tuple[dict[str, int], dict[str, int]
         scale = max(reference - b.unresolved, 0.0) / explained
     # Half a percent over is rounding between windows, not over-attribution worth a note.
     if explained + b.unresolved > reference * 1.005 and explained > 0:
+        over = 100 * (explained + b.unresolved) / reference
         b.notes.append(
-            f"the instrumented windows' steps add up to {100 * (explained + b.unresolved) / reference:.0f}% "
-            "of the timed step (machine drift between windows, or instrumentation cost not "
+            f"the instrumented windows' steps add up to {over:.0f}% of the timed step "
+            "(machine drift between windows, or instrumentation cost not "
             "measured); their composition is scaled to the timed step"
         )
     typical = {c: int(b.ns[c] * scale) for c in EXPLAINED}

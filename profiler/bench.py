@@ -88,6 +88,49 @@ def report(doc: dict[str, Any], wall_s: float | None = None) -> str:
     return "\n".join(lines)
 
 
+LOAD_GOAL_S = 2.0
+RENDER_GOAL_S = 3.0
+
+
+def browser_timing(report: Path) -> str:
+    """Load and render times of ``report`` in headless Chromium, against the goals."""
+    import shutil
+
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return "report in a browser: playwright is not installed (pip install -e '.[dev]')"
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        return "report in a browser: no chromium (make browser installs Debian's)"
+    args = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ]
+    loads, renders = [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=args)
+        for _ in range(3):
+            page = browser.new_page()
+            t0 = time.perf_counter()
+            page.goto(report.resolve().as_uri(), wait_until="load")
+            loads.append(time.perf_counter() - t0)
+            page.wait_for_function("document.body.getAttribute('data-charts-rendered') !== null")
+            renders.append(time.perf_counter() - t0)
+            page.close()
+        browser.close()
+    load, render = sorted(loads)[1], sorted(renders)[1]
+    size = report.stat().st_size / 1e6
+    return (
+        f"report: {size:.2f} MB (goal ≤ 5), loads in {load:.2f} s (goal < {LOAD_GOAL_S:g}), "
+        f"renders in {render:.2f} s (goal < {RENDER_GOAL_S:g}); medians of 3 in headless Chromium"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m profiler.bench", description=__doc__)
     parser.add_argument("--run", type=Path, help="read this finished run instead of running")
@@ -96,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.run:
         doc = json.loads((args.run / "summary.json").read_text())
         print(report(doc))
+        print(browser_timing(args.run / "report.html"))
         return 0
     from profiler import pipeline
     from profiler.cli import main as cli_main
@@ -109,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = json.loads((latest / "summary.json").read_text())
     print()
     print(report(doc, wall_s=wall))
+    print(browser_timing(latest / "report.html"))
     return 0
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -205,10 +207,9 @@ def build(
     ``efficiency`` is the efficiency process's ``efficiency.json`` (``run_efficiency``); its
     section is ``profiler.efficiency.summarize`` of it, or None when it did not run.
     """
-    from profiler import __version__
+    from profiler import __version__, perf_rules
     from profiler import efficiency as eff
     from profiler import experiments as exp
-    from profiler import perf_rules
 
     atts = {
         o.spec.name: attribution.attribute(o.trace)
@@ -223,7 +224,7 @@ def build(
     entries = [workload_summary(o, atts.get(o.spec.name)) for o in outcomes]
     x_section = exp.summarize(experiments, predict) if experiments is not None else None
     perf_rules.cross_check(entries, x_section)
-    return clean(
+    doc = clean(
         {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": TOOL_NAME, "version": __version__},
@@ -243,6 +244,9 @@ def build(
             "efficiency": eff.summarize(efficiency) if efficiency is not None else None,
         }
     )
+    # The environment section is recorded on purpose (an allow-list); everything else is
+    # measurement data whose strings may hold paths: scrub them.
+    return {k: v if k == "environment" else scrub(v) for k, v in doc.items()}
 
 
 def schema() -> dict[str, Any]:
@@ -262,6 +266,44 @@ def validate(doc: dict[str, Any]) -> None:
             for e in errors[:5]
         ]
         raise SummaryError("summary does not match its schema:\n" + "\n".join(lines))
+
+
+_ABS_PATH = re.compile(r"(?<![\w.])/(?:[\w.@+-]+/)+[\w.@+-]*")
+_XPLANE = re.compile(r"/[^/\s\"']+\.xplane\.pb")
+
+
+def short_path(path: str, cwd: str | None = None) -> str:
+    """An absolute path without the machine's layout.
+
+    Package files become relative to ``site-packages``, files under the working directory
+    relative to it, anything else its last two components.
+    """
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1]
+    cwd = os.getcwd() if cwd is None else cwd
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        return path[len(cwd.rstrip("/")) + 1 :]
+    parts = [p for p in path.split("/") if p]
+    return "/".join(parts[-2:])
+
+
+def scrub(value: Any, cwd: str | None = None) -> Any:
+    """Strings of ``value`` with absolute paths shortened and the capture's host name hidden.
+
+    The summary is a report: it must not carry the machine's directory layout (home and
+    checkout paths in tracebacks, file names, commands) or its host name (TensorFlow names
+    each capture ``<host>.xplane.pb``). The raw artefacts keep everything.
+    """
+    if isinstance(value, str):
+        if "/" not in value:
+            return value
+        text = _XPLANE.sub("/<host>.xplane.pb", value)
+        return _ABS_PATH.sub(lambda m: short_path(m.group(0), cwd), text)
+    if isinstance(value, dict):
+        return {k: scrub(v, cwd) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v, cwd) for v in value]
+    return value
 
 
 def clean(value: Any) -> Any:

@@ -250,9 +250,7 @@ def _run_phase(phase: Phase, ctx: PhaseContext, sched: _Schedule, params: Params
     if why_not:
         return PhaseRecord(name=phase.name, status=SKIPPED, reason=why_not)
     scale = float(ctx.options.get("time_scale", 1.0))
-    steps = (
-        params.steps if phase.name == "timed" else phase.budget.steps_for(ctx.step_ns, scale)
-    )
+    steps = params.steps if phase.name == "timed" else phase.budget.steps_for(ctx.step_ns, scale)
     if phase.name != "timed" and phase.budget.steps is None:
         steps = phase.window_steps(ctx, steps)
     installed = False

@@ -1,8 +1,10 @@
-"""The HTML report: the view model, formatted by a Jinja2 template into one offline file.
+"""The HTML report: the view model, formatted by Jinja2 templates into one offline file.
 
-Autoescaping is on for every string; the view model reaches scripts only as one JSON island
-rendered with ``|tojson`` (which escapes ``<``, ``>``, ``&`` and quotes), so a workload named
-``</script>...`` stays text. Nothing is fetched at view time.
+Place in the pipeline: view model -> **html**. Autoescaping is on for every string; the view
+model reaches the page's script only as one JSON island rendered with ``|tojson`` (which escapes
+``<``, ``>``, ``&`` and quotes), so a workload named ``</script>...`` stays text. The charting
+library (plotly.js, fetched at set-up and pinned by hash: ``profiler.assets``) is inlined, so the
+page needs no network; without it the page still renders every table and says how to get charts.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from typing import Any
 
 import jinja2
 
+from profiler import assets
+
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("reports", "templates"),
     autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
@@ -18,6 +22,9 @@ _ENV = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+
+#: Sentinel: inline the installed charting library.
+INSTALLED = object()
 
 
 def _fmt(value: float | None, spec: str = ".1f", missing: str = "–") -> str:
@@ -29,6 +36,15 @@ def _fmt(value: float | None, spec: str = ".1f", missing: str = "–") -> str:
 _ENV.filters["fmt"] = _fmt
 
 
-def render(vm: dict[str, Any]) -> str:
-    """The report page for view model ``vm``."""
-    return _ENV.get_template("report.html.j2").render(vm=vm)
+def render(vm: dict[str, Any], library: Any = INSTALLED) -> str:
+    """The report page for view model ``vm``.
+
+    Args:
+        vm: the view model (``reports.viewmodel.build``).
+        library: the charting library's source to inline; by default the installed one
+            (``python -m profiler setup``); None renders without charts (the golden test).
+    """
+    text = assets.load(assets.PLOTLY) if library is INSTALLED else library
+    if text is not None and "</script" in text.lower():
+        raise ValueError("the charting library contains </script>: refusing to inline it")
+    return _ENV.get_template("report.html.j2").render(vm=vm, library=text)

@@ -1,13 +1,43 @@
-"""View model: everything the renderers show, computed from a run's summary.
+"""View model: everything the report shows, computed from a run's summary.
 
 Place in the pipeline: ``summary.json`` -> **view model** -> ``html``/``text``. All arithmetic
-(ratios, rankings, shares) happens here; the renderers only format. The view model is plain data
-(dicts, lists, numbers, strings), so the HTML page gets it verbatim as its JSON island.
+(ratios, rankings, shares, the answers' sentences, the charts' data) happens here; the
+renderers only format. The view model is plain data (dicts, lists, numbers, strings), so the
+page gets it verbatim as its JSON island, and building it twice from one summary gives the same
+result (no clock, no environment: the golden report relies on it).
+
+Paths shown in the report are shortened (``short_path``): package files relative to
+``site-packages``, others to their last two components, so nothing of the machine's layout
+leaks into the page.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from profiler.compare import one as compare_one
+from profiler.model import CATEGORIES
+from reports import charts
+from reports.efficiency_view import efficiency_view
+
+#: The seed questions and the workloads whose figures answer them.
+SEED000 = ("tf1_gd", "numpy_gd")
+SEED004 = ("adam_handwritten", "keras_adam")
+#: The A-vs-B waterfall: the first pair both present.
+WATERFALL_PAIRS = (("tf1_gd", "numpy_gd"), ("tf2_eager_gd", "tf2_function_step"))
+TOP_OPS = 10
+TOP_LINES = 8
+TOP_STACKS = 5
+
+
+def short_path(path: str) -> str:
+    """A path without the machine's layout: package-relative, else its last two parts."""
+    if not path or "/" not in path:
+        return path
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1]
+    parts = [p for p in path.split("/") if p]
+    return "/".join(parts[-2:])
 
 
 def _fastest(workloads: list[dict[str, Any]]) -> float | None:
@@ -19,8 +49,12 @@ def _fastest(workloads: list[dict[str, Any]]) -> float | None:
     return min(times) if times else None
 
 
+def _phase(w: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((p for p in w.get("phases", []) if p["name"] == name), None)
+
+
 def workload_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per workload: step time, ratio to the fastest, final loss, status."""
+    """One row per workload: step time, ratio to the fastest, attribution, status."""
     workloads = summary.get("workloads", [])
     fastest = _fastest(workloads)
     rows = []
@@ -28,6 +62,7 @@ def workload_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
         st = w.get("step_time") or {}
         median = st.get("median_us")
         loss = w.get("loss") or {}
+        att = w.get("attribution") or {}
         rows.append(
             {
                 "name": w["name"],
@@ -47,6 +82,16 @@ def workload_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 "final_loss": loss.get("final"),
                 "one_off_ms": (w.get("one_off") or {}).get("total_ms"),
                 "marker_share": (w.get("marker") or {}).get("share_of_step"),
+                "marker_ns": (w.get("marker") or {}).get("cost_ns"),
+                "typical_us": att.get("typical_us"),
+                "share": att.get("share"),
+                "reference_us": att.get("reference_us"),
+                "overhead_share": att.get("overhead_share"),
+                "method": att.get("method"),
+                "parts_us": att.get("parts_us", {}),
+                "checks": att.get("checks", []),
+                "att_notes": att.get("notes", []),
+                "sources": att.get("sources", {}),
                 "phases": [
                     {k: p[k] for k in ("name", "status", "reason", "steps", "inflation")}
                     for p in w.get("phases", [])
@@ -56,87 +101,238 @@ def workload_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-#: Curve series the report's page gets (its JSON island), per implementation.
-EFFICIENCY_SERIES = (
-    "samples",
-    "updates",
-    "epochs",
-    "wall_ms",
-    "loss_median",
-    "loss_min",
-    "loss_max",
-    "excess_median",
-    "bias_multiplier",
-)
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
 
 
-def efficiency_view(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The training-efficiency section (seed 004): tables of work to the target, the causes'
-    contributions, work accounting, the diagnoses, and the curves as data; None if not run."""
-    eff = summary.get("efficiency")
-    if not eff:
+def answer_seed000(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """ "Why is TensorFlow slower than numpy here?" in two sentences with the run's numbers."""
+    by = {w["name"]: w for w in summary.get("workloads", []) if w.get("attribution")}
+    if not all(n in by for n in SEED000):
         return None
-    impls = [i for i in eff.get("implementations", []) if i.get("curve")]
-    work_rows = []
-    for i in impls:
-        w, t, st = i["work"], i["time"], i["step_size"]
-        work_rows.append(
-            {
-                "name": i["name"],
-                "role": i.get("role", ""),
-                "samples": w["samples"],
-                "updates": w["updates"],
-                "epochs": w["epochs"],
-                "counter": w["optimizer_counter"],
-                "samples_per_epoch": w["samples_per_epoch"],
-                "updates_per_epoch": w["updates_per_epoch"],
-                "distinct": w["distinct"],
-                "coverage": w["coverage"],
-                "distinct_last_epoch": w["distinct_last_epoch"],
-                "distinct_source": w["distinct_source"],
-                "reuse_passes": w["reuse_passes"],
-                "multiplier_ref": (st.get("at_ref_updates") or {}).get("multiplier"),
-                "counter_ref": (st.get("at_ref_updates") or {}).get("counter"),
-                "multiplier_min": (st.get("smallest") or {}).get("multiplier"),
-                "initial_loss": i["initial_loss"],
-                "initializer": i["initializer"],
-                "per_update_us": t["per_update_us"],
-                "per_epoch_ms": t["per_epoch_ms"],
-                "flops_per_update": t["flops_per_update"],
-                "log_share": t["log_share"],
-                "printed": i["printed"]["kind"],
-                "printed_gap": (i["printed"].get("gap") or {}).get("median"),
-            }
+    tf, np_ = by["tf1_gd"]["attribution"], by["numpy_gd"]["attribution"]
+    t, n = tf["typical_us"], tf["reference_us"]
+    ratio = n / np_["reference_us"] if np_["reference_us"] else 0.0
+    share = tf["share"]
+    first = (
+        f"The TF1 session.run loop (tf1_gd) takes {n:,.0f} µs per step against numpy's "
+        f"{np_['reference_us']:,.1f} µs (numpy_gd), {ratio:,.0f}× slower for the same "
+        f"regression, and only {t['compute']:,.0f} µs of its step is kernels."
+    )
+    second = (
+        f"The rest is overhead around them: feed_dict handling {t['feed_fetch']:,.0f} µs "
+        f"({_pct(share['feed_fetch'])}), framework dispatch {t['dispatch']:,.0f} µs "
+        f"({_pct(share['dispatch'])}), Python {t['python']:,.0f} µs ({_pct(share['python'])})"
+    )
+    if t["other"] >= 0.5:
+        second += f", unexplained {t['other']:,.0f} µs ({_pct(share['other'])})"
+    second += "."
+    for p in (summary.get("experiments") or {}).get("pairs", []):
+        if p["baseline"] == "tf1_gd" and p["variant"] == "tf1_gd_whileloop" and p["variant_us"]:
+            second += (
+                f" Running the same loop inside the graph (tf.while_loop) measured "
+                f"{p['variant_us']:,.1f} µs per step."
+            )
+    return {
+        "seed": "000",
+        "question": "Why is gradient descent with TensorFlow much slower than a basic numpy "
+        "implementation?",
+        "sentences": [first, second],
+    }
+
+
+def answer_seed004(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """ "Why does Keras need fewer epochs?" from the efficiency section's pair facts."""
+    eff = summary.get("efficiency") or {}
+    pair = next((p for p in eff.get("pairs", []) if (p.get("a"), p.get("b")) == SEED004), None)
+    if pair is None:
+        return None
+    f = pair["facts"]
+    first = (
+        f"Epochs are different units: one {f['b']} epoch is {f['epoch_samples_ratio']:,.0f}× "
+        f"the samples and {f['epoch_updates_ratio']:.2f}× the updates of one {f['a']} epoch."
+    )
+    second = ""
+    if f.get("ts_a") and f.get("ts_b") and f.get("tu_a") and f.get("tu_b"):
+        by_samples = f["a"] if f["ts_a"] < f["ts_b"] else f["b"]
+        by_updates = f["a"] if f["tu_a"] < f["tu_b"] else f["b"]
+        second = (
+            f"To excess loss ≤ {f['target']:g}, {f['a']} needs {f['ts_a']:,.0f} samples and "
+            f"{f['tu_a']:,.0f} updates, {f['b']} {f['ts_b']:,.0f} samples and "
+            f"{f['tu_b']:,.0f} updates: per sample {by_samples} is ahead, per update "
+            f"{by_updates}"
+        )
+        if f.get("mult_a") is not None:
+            second += (
+                f"; the hand-written bias correction keyed to its epoch counter shrinks its "
+                f"steps ×{f['mult_a']:.2f} after {f['updates_a']:,} updates"
+            )
+        second += "."
+    elif f.get("target") is not None:
+        missing = [side for side, key in ((f["a"], "ts_a"), (f["b"], "ts_b")) if not f.get(key)]
+        second = (
+            f"Within this run's sample budget {' and '.join(missing)} did not reach excess loss "
+            f"≤ {f['target']:g}, so work to the target is not compared here (the default "
+            f"`make profile` budgets reach it)."
         )
     return {
-        "status": eff.get("status"),
-        "error": eff.get("error", ""),
-        "wall_s": eff.get("wall_s"),
-        "spec": eff.get("spec", {}),
-        "noise_floor": eff.get("noise_floor"),
-        "diagnoses": eff.get("diagnoses", []),
-        "targets": [
-            {
-                "name": i["name"],
-                "role": i.get("role", ""),
-                "budget_samples": i["budget_samples"],
-                "first": i["target"]["first_reached"],
-                "stays": i["target"]["stays_below"],
-                "at_samples": i["at_ref_samples"]["loss"],
-                "at_updates": i["at_ref_updates"]["loss"],
-                "final_excess": i["final_excess"],
-            }
-            for i in impls
-        ],
-        "causes": eff.get("causes", []),
-        "work": work_rows,
-        "failed": [
-            {"name": i["name"], "status": i["status"], "errors": i.get("errors", [])}
-            for i in eff.get("implementations", [])
-            if i.get("status") != "ok"
-        ],
-        "curves": {i["name"]: {k: i["curve"][k] for k in EFFICIENCY_SERIES} for i in impls},
+        "seed": "004",
+        "question": "Why does TensorFlow's Adam reach a tenth of my loss in 3 epochs when my "
+        "hand-written Adam needs 100?",
+        "sentences": [s for s in (first, second) if s],
     }
+
+
+def waterfall(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The first A-vs-B pair of ``WATERFALL_PAIRS`` with attributions, compared."""
+    by = {w["name"]: w for w in summary.get("workloads", []) if w.get("attribution")}
+    for a, b in WATERFALL_PAIRS:
+        if a in by and b in by:
+            return compare_one(summary, by[a], summary, by[b])
+    return None
+
+
+def op_tables(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for w in summary.get("workloads", []):
+        p = _phase(w, "framework")
+        table = ((p or {}).get("data") or {}).get("op_table")
+        if not table or not table.get("rows"):
+            continue
+        out.append(
+            {
+                "label": w["label"],
+                "slug": w["slug"],
+                "source": table.get("source"),
+                "steps": table.get("steps"),
+                "kernel_us_per_step": table.get("kernel_ns_per_step", 0) / 1e3,
+                "top_op": table.get("top_op"),
+                "top_share": table.get("top_share"),
+                "rows": [
+                    {
+                        "op": r["op"],
+                        "kernel": r["kernel"],
+                        "count": r["count"],
+                        "mean_us": r["mean_ns"] / 1e3,
+                        "total_ms": r["total_ns"] / 1e6,
+                        "share": r["share"],
+                    }
+                    for r in table["rows"][:TOP_OPS]
+                ],
+                "omitted": max(len(table["rows"]) - TOP_OPS, 0)
+                + int(table.get("rows_omitted") or 0),
+            }
+        )
+    return out
+
+
+def line_tables(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for w in summary.get("workloads", []):
+        p = _phase(w, "lines")
+        data = (p or {}).get("data") or {}
+        functions = data.get("functions") or []
+        if not functions:
+            continue
+        out.append(
+            {
+                "label": w["label"],
+                "slug": w["slug"],
+                "inflation": p.get("inflation") if p else None,
+                "note": data.get("note", ""),
+                "functions": [
+                    {
+                        "function": f["function"],
+                        "file": short_path(f.get("file", "")),
+                        "us_per_step": f.get("us_per_step"),
+                        "rows": [
+                            {
+                                "line": r["line"],
+                                "hits": r["hits"],
+                                "us_per_hit": r["us_per_hit"],
+                                "share": r["share"],
+                                "source": r.get("source", ""),
+                            }
+                            for r in sorted(f["rows"], key=lambda r: -r["total_ms"])[:TOP_LINES]
+                        ],
+                    }
+                    for f in functions
+                ],
+            }
+        )
+    return out
+
+
+def flame_graphs(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for w in summary.get("workloads", []):
+        p = _phase(w, "sampled")
+        s = w.get("sampling") or {}
+        if not p:
+            continue
+        svg = "flamegraph.svg" in (p.get("artefacts") or [])
+        out.append(
+            {
+                "label": w["label"],
+                "slug": w["slug"],
+                "status": p["status"],
+                "reason": p.get("reason", ""),
+                "href": f"workloads/{w['slug']}/flamegraph.svg" if svg else None,
+                "speedscope": (
+                    f"workloads/{w['slug']}/pyspy.speedscope.json"
+                    if "pyspy.speedscope.json" in (p.get("artefacts") or [])
+                    else None
+                ),
+                "samples": (s.get("samples") or {}).get("in_steps"),
+                "rate_hz": s.get("rate_hz"),
+                "native": s.get("native"),
+                "by_category": {k: v.get("share") for k, v in (s.get("by_category") or {}).items()},
+                "top_stacks": [
+                    {
+                        "samples": t["samples"],
+                        "share": t["share"],
+                        "category": t["category"],
+                        "leaf": t["frames"][-1] if t.get("frames") else "",
+                        "frames": t.get("frames", [])[-6:],
+                    }
+                    for t in (s.get("top_stacks") or [])[:TOP_STACKS]
+                ],
+            }
+        )
+    return out
+
+
+def method_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per workload: each phase's status, window and measured slow-down; sources' costs."""
+    out = []
+    for w in summary.get("workloads", []):
+        hooks = _phase(w, "hooks") or {}
+        cost = ((hooks.get("data") or {}).get("self_cost") or {}).get("per_step_ns")
+        samp = w.get("sampling") or {}
+        out.append(
+            {
+                "label": w["label"],
+                "marker_ns": (w.get("marker") or {}).get("cost_ns"),
+                "marker_share": (w.get("marker") or {}).get("share_of_step"),
+                "one_off": w.get("one_off"),
+                "hooks_cost_us": cost / 1e3 if cost is not None else None,
+                "samples": (samp.get("samples") or {}).get("in_steps"),
+                "sample_inflation_mean": samp.get("inflation_mean"),
+                "phases": [
+                    {k: p[k] for k in ("name", "status", "reason", "steps", "inflation")}
+                    for p in w.get("phases", [])
+                ],
+            }
+        )
+    return out
+
+
+def _sweep_items(x: dict[str, Any] | None) -> list[dict[str, Any]]:
+    items = []
+    for name, s in ((x or {}).get("sweep") or {}).items():
+        if s.get("status") == "ok" and s.get("median_us"):
+            items.append({"name": name, **s})
+    return items
 
 
 def build(summary: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +340,29 @@ def build(summary: dict[str, Any]) -> dict[str, Any]:
     rows = workload_rows(summary)
     run = summary.get("run", {})
     failed = [r for r in rows if r["status"] != "ok"]
+    x = summary.get("experiments")
+    eff = efficiency_view(summary)
+    cmp = waterfall(summary)
+    sweep_items = _sweep_items(x)
+    chart_list = []
+    if any(r["typical_us"] for r in rows):
+        chart_list.append(charts.step_bars(rows))
+    if cmp:
+        chart_list.append(charts.waterfall(cmp))
+    if x and any(p["status"] == "ok" and p["predicted_saving_us"] for p in x["pairs"]):
+        chart_list.append(charts.experiments(x["pairs"]))
+    if sweep_items:
+        chart_list.append(charts.sweep(sweep_items, x.get("crossover") if x else None))
+    if eff and eff.get("curves"):
+        for axis, label, log_x in (
+            ("samples", "samples processed", True),
+            ("updates", "parameter updates", True),
+            ("epochs", "epochs (as each loop defines them)", True),
+            ("wall_ms", "training time, ms", True),
+        ):
+            chart_list.append(charts.efficiency_curve(eff["curves"], axis, label, log_x))
+    answers = [a for a in (answer_seed000(summary), answer_seed004(summary)) if a]
+    diagnoses = list(summary.get("diagnoses") or []) + list((eff or {}).get("diagnoses") or [])
     return {
         "title": f"Training-loop profile, run {run.get('id', '?')}",
         "run": {
@@ -152,13 +371,29 @@ def build(summary: dict[str, Any]) -> dict[str, Any]:
             "started": run.get("started"),
             "wall_s": run.get("wall_s"),
             "phases": run.get("phases", []),
+            "notes": run.get("notes", []),
         },
         "tool": summary.get("tool", {}),
         "schema_version": summary.get("schema_version"),
+        "categories": list(CATEGORIES),
+        "category_labels": dict(charts.CATEGORY_LABELS),
+        "category_colors": dict(charts.COLORS),
+        "answers": answers,
         "workloads": rows,
         "failed": [
             {"label": r["label"], "status": r["status"], "error": r["error"]} for r in failed
         ],
+        "comparison": cmp,
+        "experiments": x,
+        "sweep": sweep_items,
+        "crossover": (x or {}).get("crossover"),
+        "op_tables": op_tables(summary),
+        "line_tables": line_tables(summary),
+        "flame_graphs": flame_graphs(summary),
+        "diagnoses": diagnoses,
+        "method": method_rows(summary),
         "environment": summary.get("environment", {}),
-        "efficiency": efficiency_view(summary),
+        "efficiency": eff,
+        "charts": chart_list,
+        "chart_ids": [c["id"] for c in chart_list],
     }

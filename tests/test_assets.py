@@ -25,6 +25,6 @@ def test_missing_asset_loads_as_none(tmp_path, monkeypatch):
 
 def test_unreachable_registry_gives_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PROFILER_ASSET_DIR", str(tmp_path))
-    with pytest.raises(assets.AssetError, match="cannot download http://127.0.0.1:9/"):
+    with pytest.raises(assets.AssetError, match=r"cannot download http://127\.0\.0\.1:9/"):
         assets.fetch(assets.PLOTLY, registry="http://127.0.0.1:9", timeout_s=5)
     assert not any(tmp_path.iterdir())

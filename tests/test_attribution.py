@@ -56,7 +56,12 @@ HOOKS = PhaseRecord(
             "native": "native",
             "run_rest": "python",
         },
-        "central_mean_ns": {"outside_run": 100, "feed_convert": 250, "native": 400, "run_rest": 150},
+        "central_mean_ns": {
+            "outside_run": 100,
+            "feed_convert": 250,
+            "native": 400,
+            "run_rest": 150,
+        },
         "self_cost": {"per_step_ns": 100},
         "feed_cast": {"cast_ns": 30},
         "loop_info": {"fetches": 2, "feeds": 2},
@@ -197,12 +202,16 @@ def test_conservation_and_non_negativity(timed, native, feed, kern):
         data={
             **HOOKS.data,
             "central_mean_ns": {
-                "outside_run": 10, "feed_convert": feed, "native": native, "run_rest": 5,
+                "outside_run": 10,
+                "feed_convert": feed,
+                "native": native,
+                "run_rest": 5,
             },
         },
     )
-    fw = PhaseRecord("framework", "ok", data={"median_ns": {"kernel_union_ns": kern,
-                                                            "executor_ns": kern * 2}})
+    fw = PhaseRecord(
+        "framework", "ok", data={"median_ns": {"kernel_union_ns": kern, "executor_ns": kern * 2}}
+    )
     att = attribution.attribute(_trace(timed, hooks, fw))
     for row, d in zip(att.steps, timed, strict=True):
         assert sum(row) == d
@@ -212,8 +221,7 @@ def test_conservation_and_non_negativity(timed, native, feed, kern):
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=10**6), min_size=2, max_size=40),
-       st.randoms())
+@given(st.lists(st.integers(min_value=1, max_value=10**6), min_size=2, max_size=40), st.randoms())
 def test_order_invariance(timed, rnd: random.Random):
     shuffled = list(timed)
     rnd.shuffle(shuffled)

@@ -35,12 +35,14 @@ def _run(root: Path, run_id: str, *entries: dict) -> Path:
 @pytest.fixture()
 def runs(tmp_path):
     a = _run(
-        tmp_path, "20260101-000000",
+        tmp_path,
+        "20260101-000000",
         _entry("tf1_gd", 190.0, compute=30, dispatch=60, feed_fetch=64, python=30, other=6),
         _entry("numpy_gd", 10.0, compute=2, dispatch=6, python=2),
     )
     b = _run(
-        tmp_path, "20260102-000000",
+        tmp_path,
+        "20260102-000000",
         _entry("tf1_gd", 95.0, compute=30, dispatch=40, feed_fetch=10, python=15),
     )
     return a, b

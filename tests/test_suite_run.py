@@ -81,9 +81,16 @@ def test_a_diagnosis_fires_on_tf1_gd_and_not_on_its_in_graph_control(suite_run):
     assert ("tf1_gd", "feed_dict_cost_measured") in fired
     assert ("tf1_gd", "overhead_bound_measured") in fired
     control = {rule for name, rule in fired if name == "tf1_gd_whileloop"}
-    assert not control & {"feed_dict_cost_measured", "feed_dict_cost", "overhead_bound",
-                          "overhead_bound_measured"}
-    feed = next(d for d in suite_run.summary["diagnoses"]
-                if d["name"] == "tf1_gd" and d["rule"] == "feed_dict_cost_measured")
+    assert not control & {
+        "feed_dict_cost_measured",
+        "feed_dict_cost",
+        "overhead_bound",
+        "overhead_bound_measured",
+    }
+    feed = next(
+        d
+        for d in suite_run.summary["diagnoses"]
+        if d["name"] == "tf1_gd" and d["rule"] == "feed_dict_cost_measured"
+    )
     att = _w(suite_run.summary, "tf1_gd")["attribution"]
     assert f"{att['parts_us']['feed_fetch.feed']:.0f} µs per step" in feed["message"]

@@ -1,0 +1,283 @@
+"""Chart specifications: Plotly figures as plain data, computed from view-model pieces.
+
+Place in the pipeline: part of the view model (``reports.viewmodel``). Each function returns a
+figure ``{"id", "title", "data", "layout"}`` that the page hands to ``Plotly.newPlot`` as it is;
+the page's script draws nothing itself. Colours are fixed per category so every chart reads the
+same way; every value has a hover label.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from profiler.model import CATEGORIES
+
+CATEGORY_LABELS = {
+    "compute": "compute (kernels)",
+    "dispatch": "dispatch",
+    "feed_fetch": "feed/fetch",
+    "python": "Python",
+    "tracing": "tracing",
+    "other": "other",
+}
+COLORS = {
+    "compute": "#2e7d32",
+    "dispatch": "#1565c0",
+    "feed_fetch": "#ef6c00",
+    "python": "#6a1b9a",
+    "tracing": "#c62828",
+    "other": "#9e9e9e",
+}
+SERIES_COLORS = ("#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#c62828", "#00838f", "#5d4037")
+FONT = {"family": "system-ui, sans-serif", "size": 12}
+
+
+def _layout(**extra: Any) -> dict[str, Any]:
+    base = {
+        "font": FONT,
+        "margin": {"l": 60, "r": 20, "t": 30, "b": 50},
+        "legend": {"orientation": "h", "y": -0.2, "traceorder": "normal"},
+        "hovermode": "closest",
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#ffffff",
+    }
+    base.update(extra)
+    return base
+
+
+def step_bars(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Stacked horizontal bars: µs per step by category, one bar per workload.
+
+    A button switches the axis to a log scale: steps here range from ~3 µs to ~1.5 ms.
+    """
+    rows = [r for r in rows if r.get("typical_us")]
+    labels = [r["label"] for r in rows]
+    data = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": CATEGORY_LABELS[c],
+            "y": labels,
+            "x": [round(r["typical_us"][c], 3) for r in rows],
+            "marker": {"color": COLORS[c]},
+            "hovertemplate": "%{y}<br>" + CATEGORY_LABELS[c] + ": %{x:,.1f} µs<extra></extra>",
+        }
+        for c in CATEGORIES
+    ]
+    height = max(260, 28 * len(rows) + 110)
+    layout = _layout(
+        barmode="stack",
+        height=height,
+        xaxis={"title": {"text": "µs per training step (typical step)"}, "type": "linear"},
+        yaxis={"autorange": "reversed", "automargin": True},
+        margin={"l": 140, "r": 20, "t": 40, "b": 60},
+        updatemenus=[
+            {
+                "type": "buttons",
+                "direction": "left",
+                "x": 0.0,
+                "xanchor": "left",
+                "y": 1.12,
+                "buttons": [
+                    {"label": "linear", "method": "relayout", "args": [{"xaxis.type": "linear"}]},
+                    {"label": "log", "method": "relayout", "args": [{"xaxis.type": "log"}]},
+                ],
+            }
+        ],
+    )
+    return {"id": "chart-steps", "title": "µs per step by category", "data": data, "layout": layout}
+
+
+def waterfall(cmp: dict[str, Any]) -> dict[str, Any]:
+    """B's step, then each category's difference, then A's step (stacked bars, hidden base)."""
+    a, b = cmp["a"], cmp["b"]
+    steps = [b["label"]] + [CATEGORY_LABELS[c] for c in cmp["order"]] + [a["label"]]
+    base, delta, colors, text = [0.0], [b["step_us"]], ["#616161"], [f"{b['step_us']:,.1f} µs"]
+    level = b["step_us"]
+    for c in cmp["order"]:
+        d = cmp["difference_us"][c]
+        base.append(min(level, level + d))
+        delta.append(abs(d))
+        colors.append(COLORS[c] if d >= 0 else "#81c784")
+        text.append(f"{d:+,.1f} µs")
+        level += d
+    base.append(0.0)
+    delta.append(a["step_us"])
+    colors.append("#212121")
+    text.append(f"{a['step_us']:,.1f} µs")
+    data = [
+        {
+            "type": "bar",
+            "x": steps,
+            "y": [round(v, 3) for v in base],
+            "marker": {"color": "rgba(0,0,0,0)"},
+            "hoverinfo": "skip",
+            "showlegend": False,
+        },
+        {
+            "type": "bar",
+            "x": steps,
+            "y": [round(v, 3) for v in delta],
+            "marker": {"color": colors},
+            "text": text,
+            "textposition": "outside",
+            "hovertemplate": "%{x}: %{text}<extra></extra>",
+            "showlegend": False,
+        },
+    ]
+    layout = _layout(
+        barmode="stack",
+        height=340,
+        yaxis={"title": {"text": "µs per step"}},
+        margin={"l": 60, "r": 20, "t": 30, "b": 70},
+    )
+    return {
+        "id": "chart-waterfall",
+        "title": f"{a['label']} vs {b['label']}: where the difference goes",
+        "data": data,
+        "layout": layout,
+    }
+
+
+def experiments(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Predicted and measured saving per pair; the measurement's resolution as error bars."""
+    ok = [p for p in pairs if p["status"] == "ok"]
+    names = [p["name"] for p in ok]
+    data = [
+        {
+            "type": "bar",
+            "name": "predicted by the attribution",
+            "x": names,
+            "y": [p["predicted_saving_us"] for p in ok],
+            "marker": {"color": "#90caf9"},
+            "hovertemplate": "%{x}<br>predicted: %{y:,.1f} µs<extra></extra>",
+        },
+        {
+            "type": "bar",
+            "name": "measured",
+            "x": names,
+            "y": [p["measured_saving_us"] for p in ok],
+            "error_y": {"type": "data", "array": [p["resolution_us"] for p in ok], "visible": True},
+            "marker": {"color": "#1565c0"},
+            "hovertemplate": "%{x}<br>measured: %{y:,.1f} µs<extra></extra>",
+        },
+    ]
+    layout = _layout(
+        barmode="group",
+        height=360,
+        yaxis={"title": {"text": "saving, µs per step"}, "type": "log"},
+        xaxis={"automargin": True},
+        margin={"l": 60, "r": 20, "t": 30, "b": 110},
+    )
+    return {
+        "id": "chart-experiments",
+        "title": "Predicted vs measured saving",
+        "data": data,
+        "layout": layout,
+    }
+
+
+def sweep(items: list[dict[str, Any]], crossover: dict[str, Any] | None) -> dict[str, Any]:
+    """Median step time against problem size (log-log) and each fitted line a + b·n."""
+    data: list[dict[str, Any]] = []
+    all_sizes = [n for it in items for n in it["sizes"]]
+    lo, hi = (min(all_sizes), max(all_sizes)) if all_sizes else (1, 10)
+    xs = [lo * (hi / lo) ** (i / 40) for i in range(41)] if hi > lo else [lo]
+    for i, it in enumerate(items):
+        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": f"{it['name']} (measured)",
+                "x": it["sizes"],
+                "y": it["median_us"],
+                "marker": {"color": color, "size": 9},
+                "hovertemplate": "n = %{x:,}<br>%{y:,.1f} µs per step<extra>"
+                + it["name"]
+                + "</extra>",
+            }
+        )
+        fit = it.get("fit")
+        if fit:
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "name": f"{it['name']}: {fit['a_us']:,.1f} µs + {fit['b_ns_per_sample']:.2f} "
+                    f"ns·n (fit n ≤ {fit['n_max']:,})",
+                    "x": [round(x, 3) for x in xs],
+                    "y": [round(fit["a_us"] + fit["b_ns_per_sample"] * x / 1e3, 4) for x in xs],
+                    "line": {"color": color, "dash": "dot"},
+                    "hovertemplate": "fit at n = %{x:,.0f}: %{y:,.1f} µs<extra></extra>",
+                }
+            )
+    shapes = []
+    if crossover and crossover.get("n"):
+        n = crossover["n"]
+        shapes.append(
+            {
+                "type": "line",
+                "x0": n,
+                "x1": n,
+                "yref": "paper",
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": "#c62828", "dash": "dash"},
+            }
+        )
+    layout = _layout(
+        height=380,
+        xaxis={"title": {"text": "problem size n (samples)"}, "type": "log"},
+        yaxis={"title": {"text": "µs per step"}, "type": "log"},
+        shapes=shapes,
+    )
+    return {
+        "id": "chart-sweep",
+        "title": "Step time against problem size",
+        "data": data,
+        "layout": layout,
+    }
+
+
+def efficiency_curve(
+    curves: dict[str, dict[str, list[Any]]], axis: str, label: str, log_x: bool
+) -> dict[str, Any]:
+    """Median excess loss over the noise floor against one measure of work, per implementation."""
+    data = []
+    for i, (name, c) in enumerate(curves.items()):
+        pts = [
+            (x, y)
+            for x, y in zip(c.get(axis, []), c.get("excess_median", []), strict=False)
+            if x is not None
+            and y is not None
+            and y > 0
+            and (x > 0 or not log_x)
+            and math.isfinite(y)
+        ]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": name,
+                "x": [p[0] for p in pts],
+                "y": [p[1] for p in pts],
+                "line": {"color": SERIES_COLORS[i % len(SERIES_COLORS)], "width": 2},
+                "hovertemplate": f"{name}<br>{label}: %{{x:,.4g}}<br>excess loss: %{{y:.3g}}"
+                "<extra></extra>",
+            }
+        )
+    layout = _layout(
+        height=330,
+        xaxis={"title": {"text": label}, "type": "log" if log_x else "linear"},
+        yaxis={"title": {"text": "excess loss over the noise floor"}, "type": "log"},
+        legend={"orientation": "v", "x": 1.02, "y": 1},
+        margin={"l": 60, "r": 170, "t": 20, "b": 50},
+    )
+    return {
+        "id": f"chart-eff-{axis}",
+        "title": f"Excess loss against {label}",
+        "data": data,
+        "layout": layout,
+    }
