@@ -297,8 +297,8 @@ def scrub(value: Any, cwd: str | None = None) -> Any:
     if isinstance(value, str):
         if "/" not in value:
             return value
-        text = _XPLANE.sub("/<host>.xplane.pb", value)
-        return _ABS_PATH.sub(lambda m: short_path(m.group(0), cwd), text)
+        text = _ABS_PATH.sub(lambda m: short_path(m.group(0), cwd), value)
+        return _XPLANE.sub("/<host>.xplane.pb", text)
     if isinstance(value, dict):
         return {k: scrub(v, cwd) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
