@@ -9,8 +9,9 @@ Sources, best first, per part of a step:
 
 * **hooks** (TF1 ``session.run``, TF2 ``tf.function`` call path): a partition of the hooks phase's
   steps into timed parts (feed conversion, fetch set-up, the native call, ...). The native call
-  enters as an absolute time (the hooks do not slow native code); the Python-side parts enter
-  less the hooks' own measured cost per step, spread over them in proportion.
+  enters as an absolute time (the hooks do not slow native code); the Python-side parts, which
+  the hooks do slow, enter as shares: less the hooks' own measured cost, each part's share of
+  the Python side is applied to the timed step less the native call.
 * **kernels** (framework phase): the union of kernel intervals per step splits a native call
   into ``compute`` and ``dispatch``. TensorFlow's steady-state capture records only the kernels
   it deems expensive, so for TF1 the ops that only ``step_stats`` (FULL_TRACE) saw are added at
@@ -188,8 +189,17 @@ def kernels(trace: WorkloadTrace) -> Kernels | None:
 # --- the sources -----------------------------------------------------------------------------
 
 
-def _hooks_composition(trace: WorkloadTrace, b: _Builder, kern: Kernels | None) -> float | None:
-    """Add the hooks phase's partition to ``b``; returns the native call's ns, or None."""
+def _hooks_composition(
+    trace: WorkloadTrace, b: _Builder, kern: Kernels | None, reference: int
+) -> float | None:
+    """Add the hooks phase's partition to ``b``; returns the native call's ns, or None.
+
+    The native call enters as an absolute time (the hooks do not slow native code). The
+    Python-side parts, which the hooks do slow, enter as shares: less the hooks' measured cost,
+    each part's share of the Python side is applied to the timed step less the native call.
+    Drift between the hooks window and the timed window so lands in proportion, and a note
+    says how large it was.
+    """
     rec = trace.phase("hooks")
     if rec is None or rec.status != OK:
         return None
@@ -206,12 +216,30 @@ def _hooks_composition(trace: WorkloadTrace, b: _Builder, kern: Kernels | None) 
     side_total = sum(python_side.values())
     cost = (data.get("self_cost") or {}).get("per_step_ns") or 0
     cost /= k
-    keep = max(side_total - cost, 0.0) / side_total if side_total > 0 else 0.0
+    corrected = max(side_total - cost, 0.0)
+    if native > reference:
+        b.notes.append(
+            f"the native call ({native / 1e3:.1f} µs) exceeds the timed step "
+            f"({reference / 1e3:.1f} µs): capped at it"
+        )
+        native = float(reference)
+    budget = reference - native
+    drift = (native + corrected) / reference - 1 if reference else 0.0
+    if abs(drift) > 0.05:
+        b.notes.append(
+            f"the hooks window's steps, less the hooks' cost, were {abs(drift):.0%} "
+            f"{'slower' if drift > 0 else 'faster'} than the timed window's (machine drift "
+            "between windows): the Python side is split by its shares"
+        )
     correction = (
-        f"hooks: Python-side parts less the hooks' measured cost ({cost / 1e3:.1f} µs/step, "
-        "spread in proportion); the native call absolute"
+        f"hooks: Python-side parts as shares (their hooks' measured cost, {cost / 1e3:.1f} "
+        "µs/step, removed first) of the timed step less the native call"
     )
-    python_side = {p: v * keep for p, v in python_side.items()}
+    keep = corrected / side_total if side_total > 0 else 0.0
+    python_side = {
+        p: v * keep * (budget / corrected if corrected > 0 else 0.0)
+        for p, v in python_side.items()
+    }
     feeds = python_side.get("feed_convert", 0.0) + python_side.get("feed_other", 0.0)
     cast = float((data.get("feed_cast") or {}).get("cast_ns", 0)) / k
     fetches = max(int((data.get("loop_info") or {}).get("fetches") or 1), 1)
@@ -324,7 +352,7 @@ def attribute(trace: WorkloadTrace) -> Attribution | None:
     kern = kernels(trace)
     counts = _samples(trace)
     methods = []
-    native = _hooks_composition(trace, b, kern)
+    native = _hooks_composition(trace, b, kern, reference)
     if native is not None:
         methods.append("hooks")
         if kern is not None:

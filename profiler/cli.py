@@ -3,13 +3,15 @@
 Commands::
 
     python -m profiler run [WORKLOAD ...] [options]   profile workloads (default: the suite)
+    python -m profiler run [options] SCRIPT.py [ARGS] profile your own script, unchanged
     python -m profiler list                           registered workloads
     python -m profiler compare A B                    A vs B by category (workloads or runs)
     python -m profiler report RUN                     re-render RUN's report from its summary
     python -m profiler setup                          fetch the report's charting library
 
-Exit status: 0 everything ran; 1 the run was written but a workload failed or timed out;
-2 bad input (unknown workload, bad number); 3 the output folder cannot be written;
+Exit status: 0 everything ran; 1 the run was written but a workload failed or timed out (a
+script raised or called ``sys.exit`` with a non-zero status); 2 bad input (unknown workload, bad
+number, a missing script or one that is not Python); 3 the output folder cannot be written;
 130 interrupted (the partial run folder is kept).
 
 Nothing here imports numpy or TensorFlow, so ``--help`` answers at once.
@@ -23,11 +25,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 EXIT_DOC = """exit status:
-  0    every workload ran
-  1    the run was written, but a workload failed or timed out
-  2    bad input: unknown workload, a number out of range
+  0    every workload ran (a script: it returned, called sys.exit(0) or reached --max-steps)
+  1    the run was written, but a workload failed or timed out (a script raised, or called
+       sys.exit with another status: the report has the traceback's tail and the steps done)
+  2    bad input: unknown workload, a number out of range, a missing script or one that is
+       not Python, a bad --step-function/--step-line; nothing is written
   3    the output folder cannot be created or written
   130  interrupted (Ctrl-C); the partial run folder is kept"""
+
+SCRIPT_DOC = """your own script:
+  python -m profiler run [options] path/to/script.py [its arguments]
+  runs the script unchanged, as __main__ with its own sys.argv, in the current folder, its
+  output on the terminal (and in workloads/<script>/stdout.log), its stdin not connected
+  (--stdin FILE gives it one). Steps are found automatically for TF1 Session.run calls,
+  tf.function calls and Keras fit batches; name them for other loops with --step-function,
+  --step-line or `with profiler.step():` in the script. Options go before the script: what
+  follows it is the script's."""
 
 
 class UsageError(Exception):
@@ -71,17 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser(
         "run",
-        help="profile workloads (default: the whole suite)",
-        description="Profile registered workloads, each in its own process, and write "
-        "runs/<id>/ (summary.json, report.html, TensorBoard logdir, raw artefacts).",
-        epilog=EXIT_DOC,
+        help="profile workloads (default: the whole suite) or your own script",
+        description="Profile registered workloads or your own script (SCRIPT.py [ARGS]), each "
+        "in its own process, and write runs/<id>/ (summary.json, report.html, TensorBoard "
+        "logdir, raw artefacts).",
+        epilog=f"{SCRIPT_DOC}\n\n{EXIT_DOC}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
         "targets",
         nargs="*",
         metavar="WORKLOAD",
-        help="registered workload names (e.g. tf1_gd or workloads.tf1_gd) or module:ATTR",
+        help="registered workload names (e.g. tf1_gd or workloads.tf1_gd) or module:ATTR; "
+        "then, optionally, SCRIPT.py and its arguments",
     )
     run.add_argument("--workloads", type=_csv, default=None, help="comma-separated names")
     run.add_argument("--phases", type=_csv, default=None, help="comma-separated phases")
@@ -93,7 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--out", type=Path, default=Path("runs"), help="runs folder (default: runs)")
     run.add_argument(
-        "--timeout", type=_positive_float, default=600.0, help="seconds per workload (600)"
+        "--timeout",
+        type=_positive_float,
+        default=None,
+        help="seconds per workload (600; a script: no limit unless given)",
     )
     run.add_argument("--warmup", type=_positive_int, default=50, help="warm-up steps (50)")
     run.add_argument(
@@ -125,6 +143,36 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="problem sizes for the sweep (default 10,100,1000,10000,100000)",
     )
+    script = run.add_argument_group("your own script (SCRIPT.py)")
+    script.add_argument(
+        "--step-function",
+        metavar="NAME",
+        help="each call of the script's function NAME (or Class.method) is one step",
+    )
+    script.add_argument(
+        "--step-line",
+        metavar="[FILE:]LINE",
+        help="each execution of the script's line LINE is a step boundary (a line inside the "
+        "training loop, or the loop's own for/while line)",
+    )
+    script.add_argument(
+        "--max-steps",
+        type=_positive_int,
+        metavar="N",
+        help="stop the script after N detected steps, keeping everything measured (the phases' "
+        "windows are sized to fit into N steps)",
+    )
+    script.add_argument(
+        "--graph-mode",
+        "--tf1",
+        dest="graph_mode",
+        action="store_true",
+        help="call tf.compat.v1.disable_eager_execution() before the script starts (TF1-era "
+        "scripts that build graphs and run Sessions without doing it themselves)",
+    )
+    script.add_argument(
+        "--stdin", type=Path, metavar="FILE", help="give the script FILE as its standard input"
+    )
 
     sub.add_parser("list", help="list registered workloads")
     sub.add_parser("setup", help="fetch the report's charting library (done by make)")
@@ -146,11 +194,111 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: ``run`` options that apply to a script only.
+SCRIPT_OPTIONS = ("step_function", "step_line", "max_steps", "graph_mode", "stdin")
+
+
+def split_script(
+    parser: argparse.ArgumentParser, argv: list[str]
+) -> tuple[list[str], list[str], str]:
+    """Split ``run``'s arguments at the script: (ours, [script, its arguments...], a note).
+
+    The script is the first positional argument that ends in ``.py`` or names a file; what
+    follows it is the script's own, options included, as with ``python script.py ...``. One
+    convenience: when every argument after a script that reads no command line (no
+    ``sys.argv``, ``argparse``, ``flags`` ...) is one of ``run``'s own options, they are taken as
+    ours and the note says so. Values of our options (``--out DIR``) are never the script.
+    """
+    if not argv or argv[0] != "run":
+        return argv, [], ""
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    run = commands.choices["run"]
+    actions = run._option_string_actions
+    takes_value = {opt for opt, action in actions.items() if action.nargs != 0}
+    i = 1
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            return argv[:i], argv[i + 1 :], ""
+        if token.startswith("-"):
+            i += 2 if token in takes_value else 1
+            continue
+        if token.endswith(".py") or Path(token).is_file():
+            break
+        i += 1
+    else:
+        return argv, [], ""
+    ours, script, rest = argv[:i], argv[i], argv[i + 1 :]
+    flags = [t for t in rest if t.split("=", 1)[0] in actions]
+    if not flags:
+        return ours, [script, *rest], ""
+    reads = _reads_arguments(script)
+    if reads is None:  # not a script we can read: reported as bad input after parsing
+        return ours, [script, *rest], ""
+    if _all_options(rest, actions, takes_value) and not reads:
+        note = (
+            f"note: {Path(script).name} reads no command-line arguments, so "
+            f"{' '.join(rest)} are the profiler's options (put them before the script)"
+        )
+        return [*ours, *rest], [script], note
+    note = (
+        f"note: {' '.join(flags)} after {Path(script).name} go to the script; the profiler's "
+        "options go before the script"
+    )
+    return ours, [script, *rest], note
+
+
+def _all_options(tokens: list[str], actions: dict[str, object], takes_value: set[str]) -> bool:
+    i = 0
+    while i < len(tokens):
+        name = tokens[i].split("=", 1)[0]
+        if name not in actions:
+            return False
+        i += 2 if name in takes_value and "=" not in tokens[i] else 1
+    return i == len(tokens)
+
+
+def _reads_arguments(script: str) -> bool | None:
+    from profiler.script import source
+
+    try:
+        return source.reads_arguments(source.load(Path(script)))
+    except source.ScriptError:
+        return None
+
+
+def _script_spec(args: argparse.Namespace) -> object | None:
+    """The script's spec (checked: bad input is a UsageError), or None without a script."""
+    if not args.script:
+        given = [o for o in SCRIPT_OPTIONS if getattr(args, o) not in (None, False)]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise UsageError(f"{flag} applies to a script: run [options] SCRIPT.py [its arguments]")
+        return None
+    from profiler.script.source import ScriptError
+    from profiler.script.spec import ScriptSpec
+
+    script, *argv = args.script
+    try:
+        return ScriptSpec.from_args(
+            script,
+            argv,
+            step_function=args.step_function,
+            step_line=args.step_line,
+            max_steps=args.max_steps,
+            graph_mode=args.graph_mode,
+            stdin=args.stdin,
+            steps=args.steps,
+        )
+    except ScriptError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _resolve_workloads(args: argparse.Namespace) -> list:  # type: ignore[type-arg]
     import workloads
 
     wanted = list(args.targets or []) + list(args.workloads or [])
-    if not wanted:
+    if not wanted and not args.script:
         wanted = workloads.default_suite()
     specs = []
     for name in wanted:
@@ -182,9 +330,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from reports import text, viewmodel
     from workloads.base import WorkloadError
 
+    script = _script_spec(args)
     specs = _resolve_workloads(args)
     phases = _phases(args)
     params = {}
+    if script is not None:
+        specs.append(script)
     for spec in specs:
         p = spec.defaults
         steps = args.steps or (spec.full_steps if args.full and spec.full_steps else p.steps)
@@ -205,10 +356,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         params=params,
         phases=phases,
         out_root=args.out,
-        timeout_s=args.timeout,
+        timeout_s=args.timeout or 600.0,
+        script_timeout_s=args.timeout,
         warmup_steps=args.warmup,
         metric_points=args.metric_points,
-        progress=not args.no_progress,
+        # A script's own output goes to the terminal: no bar to tear it apart.
+        progress=not args.no_progress and script is None,
         options={
             **({"sample_rate": args.sample_rate} if args.sample_rate else {}),
             **({"time_scale": 0.5} if args.quick else {}),
@@ -216,16 +369,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         experiments=(
             args.experiments
             if args.experiments is not None
-            else not (args.targets or args.workloads)
+            else not (args.targets or args.workloads or script)
         ),
         sweep_sizes=args.sweep_sizes or [],
     )
+    if script is not None:
+        print(
+            f"profiling {args.script[0]}: its output follows; the report is written when it ends",
+            file=sys.stderr,
+        )
     try:
         result = pipeline.execute(opts)
     except rundir.RunDirError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return pipeline.EXIT_OUTPUT
     print(text.table(viewmodel.build(result.summary)))
+    for w in result.summary.get("workloads", []):
+        if w.get("script"):
+            print(f"{w['label']}: {w['script']['message']}")
     if result.status == "interrupted":
         print(f"\ninterrupted: partial results kept in {result.run_dir}", file=sys.stderr)
     else:
@@ -309,7 +470,11 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    ours, script, note = split_script(parser, list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(ours)
+    args.script = script
+    if note:
+        print(note, file=sys.stderr)
     if args.command is None:
         parser.print_help()
         return 2

@@ -294,6 +294,8 @@ class WorkloadTrace:
         final: the final parameters (e.g. ``W``, ``b``) and anything else the loop reports.
         status: ``ok``, ``failed``, ``timeout`` or ``partial``.
         error: for a failed workload, the tail of the error.
+        script: for a user's script (``profiler.script``): how it ran, how its steps were
+            detected and how it ended (plain JSON types); empty for a registered workload.
     """
 
     workload: str
@@ -307,6 +309,7 @@ class WorkloadTrace:
     final: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
     status: str = OK
     error: str = ""
+    script: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def phase(self, name: str) -> PhaseRecord | None:
         for p in self.phases:

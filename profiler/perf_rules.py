@@ -67,8 +67,10 @@ def facts(entry: dict[str, Any], experiments: dict[str, Any] | None) -> dict[str
         "eager": entry["framework"] == "tf2" and "dispatch.per_call" not in parts,
         "units_per_step": (entry.get("work") or {}).get("units_per_step", 1),
     }
-    if f["flops"] is not None:
+    if f["flops"]:
         f["flops"] //= max((entry.get("work") or {}).get("units_per_step", 1), 1)
+    else:
+        f["flops"] = None  # a user's script declares no arithmetic
     if f["feed_us"] is not None:
         f["feed_pct"] = 100 * f["feed_us"] / step if step else None
     if f["fetch_value_us"] is not None:
@@ -126,6 +128,19 @@ RULES: tuple[Rule, ...] = (
         ),
         message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead; the "
         "arithmetic ({flops:,} flops) takes {compute_us:.1f} µs of kernels.",
+        fix="Do more work per framework call: larger batches, or the loop inside the graph "
+        "(tf.while_loop, a tf.function running several steps, Keras steps_per_execution).",
+    ),
+    Rule(
+        id="overhead_bound_script",
+        subject="workload",
+        needs=("label", "step_us", "overhead_pct", "compute_us"),
+        when=lambda f: f["overhead_pct"] >= 50
+        and f.get("flops") is None
+        and f["units_per_step"] == 1
+        and f["framework"] != "numpy",
+        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead; "
+        "kernels take {compute_us:.1f} µs.",
         fix="Do more work per framework call: larger batches, or the loop inside the graph "
         "(tf.while_loop, a tf.function running several steps, Keras steps_per_execution).",
     ),

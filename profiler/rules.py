@@ -401,6 +401,22 @@ RULES: tuple[Rule, ...] = (
         "is the loop's own Python (the step's bytecode, a Loop subclass's run)",
     ),
     Rule(
+        "script-handoff",
+        INSTRUMENTATION,
+        function=r"StepDriver\._serve",
+        file=r"profiler/script/driver\.py$",
+        note="a user's script waiting at a step boundary while the phase schedule works "
+        "(profiler.script.driver): the toolkit's time, outside every step",
+    ),
+    Rule(
+        "script-detector",
+        INSTRUMENTATION,
+        file=r"(^|/)profiler/script/\w+\.py$",
+        leaf=True,
+        note="a user script's step detectors themselves (profiler.script); only as the "
+        "innermost Python frame: the script's calls run under them, and the frames inside decide",
+    ),
+    Rule(
         "instrumentation",
         INSTRUMENTATION,
         file=r"(^|/)profiler/(worker|markers|clock|phases/\w+|collectors/\w+)\.py$",

@@ -8,7 +8,10 @@ partial; ``error.txt``; the tail of its stderr) into a ``WorkloadOutcome``. A wo
 crashes or hangs is recorded as failed or timed out and the next one runs.
 
 The workload's own stdout and stderr go to ``stdout.log`` and ``stderr.log`` in its folder, so the
-terminal shows only the progress bar and the final table.
+terminal shows only the progress bar and the final table. A user's script (``profiler.script``)
+runs in ``python -m profiler.script`` instead, and its output also goes to the terminal as it
+comes (the logs keep a copy), its standard input is ``--stdin``'s file or nothing, and it has no
+time-out unless one is given.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from profiler import rundir
 from profiler.model import FAILED, OK, PARTIAL, TIMEOUT, WorkloadTrace, from_jsonable
+from profiler.script.spec import ScriptSpec
 from profiler.worker import MODEL_FILE, WorkerSpec
 from workloads.base import Params, WorkloadSpec
 
@@ -80,6 +84,8 @@ class RunOptions:
         sweep_sizes: problem sizes for the sweep.
         experiment_overrides, efficiency_overrides: fields of ``ExperimentSpec`` /
             ``EfficiencySpec`` to change (blocks, seeds, budgets ...), e.g. for a short test run.
+        script_timeout_s: wall-time limit of a user script's process (None: no limit; the
+            script decides how long it runs, ``--max-steps`` and Ctrl-C stop it).
     """
 
     workloads: list[WorkloadSpec]
@@ -96,6 +102,7 @@ class RunOptions:
     sweep_sizes: list[int] = field(default_factory=list)
     experiment_overrides: dict[str, Any] = field(default_factory=dict)
     efficiency_overrides: dict[str, Any] = field(default_factory=dict)
+    script_timeout_s: float | None = None
 
 
 Progress = Callable[[dict[str, Any]], None]
@@ -142,8 +149,13 @@ def run_workload_process(
     tbdir = run_dir / "tensorboard" / slug
     wdir.mkdir(parents=True, exist_ok=True)
     tbdir.mkdir(parents=True, exist_ok=True)
+    script = isinstance(spec, ScriptSpec)
+    options = dict(opts.options)
+    if isinstance(spec, ScriptSpec):
+        options["script"] = spec.worker_options()
+    timeout_s = opts.script_timeout_s if script else opts.timeout_s
     wspec = WorkerSpec(
-        workload=spec.ref,
+        workload=spec.name if script else spec.ref,
         params={"steps": params.steps, "n": params.n, "seed": params.seed, "k": params.k},
         phases=list(opts.phases),
         workload_dir=str(wdir.resolve()),
@@ -151,11 +163,25 @@ def run_workload_process(
         warmup_steps=opts.warmup_steps,
         metric_points=opts.metric_points,
         phase_steps=dict(opts.phase_steps),
-        options=dict(opts.options),
+        options=options,
     )
     spec_path = wdir / "worker-spec.json"
     rundir.atomic_write_text(spec_path, wspec.to_json())
-    proc = run_process("profiler.worker", spec_path, wdir, opts.timeout_s, progress)
+    if isinstance(spec, ScriptSpec):
+        stdin = Path(spec.stdin) if spec.stdin else None
+        proc = run_process(
+            ScriptSpec.WORKER_MODULE,
+            spec_path,
+            wdir,
+            timeout_s,
+            progress,
+            passthrough=True,
+            stdin=stdin,
+            # Time to end the script and write what it measured when Ctrl-C stops it.
+            grace_s=5.0,
+        )
+    else:
+        proc = run_process("profiler.worker", spec_path, wdir, timeout_s, progress)
     timed_out, wall_ns = proc.timed_out, proc.wall_ns
     trace: WorkloadTrace | None = None
     load_error = ""
@@ -164,9 +190,12 @@ def run_workload_process(
             trace = load_trace(wdir / MODEL_FILE)
         except (OSError, ValueError, TypeError, KeyError) as exc:
             load_error = f"its {MODEL_FILE} could not be read: {exc}"
+    if script and trace is not None:
+        # The script process sized its timed window from its own warm-up.
+        params = params.with_(steps=max(int(trace.params.get("steps", 1)), 1))
     if timed_out:
         status = TIMEOUT
-        error = f"timed out after {opts.timeout_s:g} s"
+        error = f"timed out after {timeout_s:g} s"
         done = [p.name for p in trace.phases] if trace else []
         if done:
             error += f"; phases completed: {', '.join(done)}"
@@ -206,24 +235,38 @@ class ProcessResult:
 
 
 def run_process(
-    module: str, spec_path: Path, workdir: Path, timeout_s: float, progress: Progress
+    module: str,
+    spec_path: Path,
+    workdir: Path,
+    timeout_s: float | None,
+    progress: Progress,
+    *,
+    passthrough: bool = False,
+    stdin: Path | None = None,
+    grace_s: float = 1.0,
 ) -> ProcessResult:
     """Run ``python -m module spec_path`` in its own session with a time-out.
 
-    Its stdout and stderr go to ``stdout.log``/``stderr.log`` in ``workdir``; progress events
-    arrive as JSON lines on a pipe. On time-out or Ctrl-C the whole process group is killed
-    (py-spy included); Ctrl-C is then re-raised.
+    Its stdout and stderr go to ``stdout.log``/``stderr.log`` in ``workdir`` (with
+    ``passthrough``, also to this process's stdout and stderr as they come); its stdin is
+    ``stdin`` or nothing. Progress events arrive as JSON lines on a pipe. On time-out or Ctrl-C
+    the whole process group is killed (py-spy included) after ``grace_s`` seconds of SIGTERM;
+    Ctrl-C is then re-raised. ``timeout_s`` None: no time-out.
     """
     read_fd, write_fd = os.pipe()
     env = dict(os.environ, **CHILD_ENV, PROFILER_PROGRESS_FD=str(write_fd))
     t0 = time.monotonic_ns()
-    with open(workdir / "stdout.log", "wb") as out, open(workdir / "stderr.log", "wb") as err:
+    with (
+        open(workdir / "stdout.log", "wb") as out,
+        open(workdir / "stderr.log", "wb") as err,
+        open(stdin, "rb") if stdin is not None else open(os.devnull, "rb") as inp,
+    ):
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", module, str(spec_path.resolve())],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
+                stdin=inp,
+                stdout=subprocess.PIPE if passthrough else out,
+                stderr=subprocess.PIPE if passthrough else err,
                 env=env,
                 pass_fds=(write_fd,),
                 start_new_session=True,
@@ -232,6 +275,12 @@ def run_process(
             os.close(write_fd)
         reader = threading.Thread(target=_pump, args=(read_fd, progress), daemon=True)
         reader.start()
+        tees = []
+        if passthrough:
+            for pipe, log, sink in ((proc.stdout, out, sys.stdout), (proc.stderr, err, sys.stderr)):
+                tee = threading.Thread(target=_tee, args=(pipe, log, sink), daemon=True)
+                tee.start()
+                tees.append(tee)
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
@@ -239,12 +288,40 @@ def run_process(
             timed_out = True
             _kill_group(proc)
         except BaseException:  # Ctrl-C in the runner: take the child down too
-            _kill_group(proc, grace_s=1.0)
+            _kill_group(proc, grace_s=grace_s)
             raise
+        finally:
+            for tee in tees:
+                tee.join(timeout=5)
         reader.join(timeout=5)
     return ProcessResult(
         None if timed_out else proc.returncode, timed_out, time.monotonic_ns() - t0
     )
+
+
+def _tee(pipe: Any, log: Any, sink: Any) -> None:
+    """Copy a child's output to its log and to ``sink`` (a terminal) as it comes."""
+    target = getattr(sink, "buffer", None)
+    fd = pipe.fileno()
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        log.write(chunk)
+        log.flush()
+        try:
+            if target is not None:
+                target.write(chunk)
+                target.flush()
+            else:
+                sink.write(chunk.decode(errors="replace"))
+                sink.flush()
+        except (OSError, ValueError):  # the terminal went away: keep logging
+            pass
+    pipe.close()
 
 
 def _pump(fd: int, progress: Progress) -> None:

@@ -192,6 +192,9 @@ def workload_summary(o: WorkloadOutcome, att: Any = None) -> dict[str, Any]:
     entry["final"] = {k: float(v) for k, v in trace.final.items()}
     entry["sampling"] = sampling.summarize(trace)
     entry["attribution"] = attribution.summarize(att)
+    if trace.script:
+        # A user's script (profiler.script): how it ran, how its steps were found, how it ended.
+        entry["script"] = trace.script
     return entry
 
 

@@ -56,6 +56,14 @@ TF2_CALL = (
     py("AtomicFunction.call_flat", f"{POLY}/atomic_function.py", 251),
     py("Context.call_function", f"{EAGER}/context.py", 1688),
 )
+#: A user's script under ``python -m profiler run``: its loop calls a detected Session.run.
+SCRIPT_DRIVER = "/repo/profiler/script/driver.py"
+SCRIPT = (
+    nat("0x7f0000001234", LIBC),
+    py("ScriptRun.run", "/repo/profiler/script/worker.py", 250),
+    py("<module>", "/home/me/train.py", 54),
+    py("wrap_session_run.<locals>.session_run", "/repo/profiler/script/detect.py", 90),
+)
 GEN_MATH = f"{SP}/tensorflow/python/ops/gen_math_ops.py"
 TF2_OP = (*DRIVER, py("Model.train_step", "/repo/workloads/tf2_common.py", 51))
 
@@ -264,6 +272,22 @@ EXAMPLES: dict[str, tuple[tuple[Frame, ...], str]] = {
         (*DRIVER[:-1], py("KerasLoop.run", "/repo/workloads/keras_adam.py", 115)),
         "python",
     ),
+    # A user's script (profiler.script): waiting at a step boundary while phases switch ...
+    "script-handoff": (
+        (
+            *SCRIPT,
+            py("StepDriver.boundary", SCRIPT_DRIVER, 140),
+            py("StepDriver._event", SCRIPT_DRIVER, 190),
+            py("StepDriver._serve", SCRIPT_DRIVER, 205),
+            py("Condition.wait", "/usr/lib/python3.11/threading.py", 320),
+        ),
+        "instrumentation",
+    ),
+    # ... and the detector's own code, when it is the innermost Python frame.
+    "script-detector": (
+        (*SCRIPT, py("StepDriver.boundary", SCRIPT_DRIVER, 140)),
+        "instrumentation",
+    ),
     "instrumentation": (
         (*DRIVER, py("HooksPhase.wrapper.__enter__", "/repo/profiler/phases/hooks.py", 30)),
         "instrumentation",
@@ -345,6 +369,14 @@ def test_do_run_is_not_feed_handling_but_what_run_calls_otherwise_is() -> None:
     assert rules.classify((*TF1_RUN, py("BaseSession._do_run", SESSION, 1390))) == "python"
     graph_lookup = py("Graph.as_graph_element", f"{SP}/tensorflow/python/framework/ops.py")
     assert rules.classify((*TF1_RUN, graph_lookup)) == "feed_fetch"
+
+
+def test_script_detector_frames_leave_the_session_call_to_its_own_rows() -> None:
+    # The detector wraps the script's Session.run: what runs inside it is classified as in a
+    # registered workload, not as the toolkit's (the detector row fits the leaf only).
+    stack = (*SCRIPT, *TF1_RUN[len(DRIVER) + 1 :])
+    assert rules.match(stack).rule == rules.match(TF1_RUN).rule
+    assert rules.classify(stack) != "instrumentation"
 
 
 def test_step_scope() -> None:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from profiler.clock import Clock
 from profiler.model import WorkDecl
@@ -26,8 +26,17 @@ from profiler.model import WorkDecl
 StepWrapper = Callable[[int], AbstractContextManager[Any]]
 
 
+T = TypeVar("T")
+
+
 class WorkloadError(ValueError):
     """Bad parameters for a workload (a user mistake, reported in one line)."""
+
+
+class LoopEnded(RuntimeError):
+    """The loop can run no more steps: a user script that drives its own loop has finished
+    (``profiler.script``). Phases that run extra steps after their window catch it and keep
+    what they measured."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +164,15 @@ class Loop:
                     step()
                 append(clock())
         self.steps_done += n
+
+    def in_loop_thread(self, fn: Callable[[], T]) -> T:
+        """Call ``fn`` on the thread that runs the steps and return its result.
+
+        Per-thread instrumentation (line_profiler traces the thread that enables it) must be
+        switched there. A ``Loop`` runs its steps on its caller's thread; a user script's loop
+        (``profiler.script.driver.ScriptLoop``) runs them on the script's.
+        """
+        return fn()
 
     def loss(self) -> float:
         """Loss on the fixed evaluation set at the current parameters."""

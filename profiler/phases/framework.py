@@ -42,7 +42,7 @@ from typing import Any
 from profiler.collectors import step_stats, xplane
 from profiler.model import FAILED, OK, PhaseRecord, Window, median_ns
 from profiler.phases import Budget, Phase, PhaseContext, PhaseUnavailable
-from workloads.base import StepWrapper, WorkloadSpec
+from workloads.base import LoopEnded, StepWrapper, WorkloadSpec
 
 #: Host level 2 (TF's default) traces the kernels TensorFlow deems expensive; level 3 added only
 #: a few cheap ones here and slowed Keras steps further; python_tracer_level=1 yields nothing
@@ -149,10 +149,15 @@ class FrameworkPhase(Phase):
         if new:
             artefacts.append(os.path.relpath(new[-1], ctx.workload_dir))
         if self._is_tf1(ctx) and self.full_trace_steps > 0:
-            table, full, paths = self._full_trace(ctx)
-            data["op_table"] = table
-            data["full_trace"] = full
-            artefacts.extend(os.path.relpath(p, ctx.workload_dir) for p in paths)
+            try:
+                table, full, paths = self._full_trace(ctx)
+            except LoopEnded:
+                # A user's script ended with the window: no FULL_TRACE steps to run.
+                data["full_trace"] = {"steps": 0, "note": "the script ended before them"}
+            else:
+                data["op_table"] = table
+                data["full_trace"] = full
+                artefacts.extend(os.path.relpath(p, ctx.workload_dir) for p in paths)
         if not new:
             reason = f"the TF profiler wrote no {xplane.XPLANE_SUFFIX} under {ctx.tensorboard_dir}"
             return PhaseRecord(self.name, FAILED, window, reason, tuple(artefacts), data=data)

@@ -36,7 +36,7 @@ from profiler.collectors import hooks as collect
 from profiler.collectors.hooks import HookPoint, Target
 from profiler.model import OK, PhaseRecord, Window, median_ns
 from profiler.phases import Phase, PhaseContext, PhaseUnavailable
-from workloads.base import StepWrapper, WorkloadSpec
+from workloads.base import LoopEnded, StepWrapper, WorkloadSpec
 
 #: Pairs of on/off blocks that measure the hooks' whole cost per step, and each block's size:
 #: ~COST_BLOCK_S seconds of steps, clamped (Keras runs whole epochs, so its blocks are longer).
@@ -471,6 +471,9 @@ class HooksPhase(Phase):
         rows = list(self.timers.rows)
         try:
             on_off = self._on_off(ctx, self.timers) if self.cost_pairs > 0 else {}
+        except LoopEnded:
+            # A user's script ended before the on/off blocks: the micro-benchmark's cost stands.
+            on_off = {"on_off_note": "the script ended before the on/off blocks"}
         finally:
             self._restore()
         data = collect.split(self.target, rows, walls, {**self.cost, **on_off})

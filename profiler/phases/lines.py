@@ -62,7 +62,7 @@ class LinesPhase(Phase):
                 "(a dependency in pyproject.toml)"
             ) from exc
         targets = list(ctx.loop.line_targets)
-        if ctx.spec.framework == "tf1":
+        if ctx.spec.framework == "tf1" or ctx.loop.info.get("kind") == "tf1":
             targets.append(tf1_session_target())
         prof = LineProfiler()
         self.targets = []
@@ -75,13 +75,14 @@ class LinesPhase(Phase):
                 "line_profiler can trace; give Loop(line_targets=...) the step's Python function"
             )
         self.profiler = prof
-        prof.enable_by_count()
+        # line_profiler traces the thread that enables it: the one running the steps.
+        ctx.loop.in_loop_thread(prof.enable_by_count)
 
     def remove(self, ctx: PhaseContext, window: Window) -> PhaseRecord:
         prof = self.profiler
         if prof is None:
             raise RuntimeError("lines phase removed without being installed")
-        prof.disable_by_count()
+        ctx.loop.in_loop_thread(prof.disable_by_count)
         self.profiler = None
         rows = collect.from_line_profiler(prof.get_stats())
         units = ctx.loop.work.units_per_step
@@ -115,5 +116,5 @@ class LinesPhase(Phase):
 
     def abort(self, ctx: PhaseContext) -> None:
         if self.profiler is not None:
-            self.profiler.disable_by_count()
+            ctx.loop.in_loop_thread(self.profiler.disable_by_count)
             self.profiler = None

@@ -1,0 +1,209 @@
+"""The step driver's hand-off between a script and the phase schedule, on a fake clock; plans.
+
+The "script" here is the test's main thread calling the driver as a detector would; the
+schedule runs on a thread of its own through ``ScriptLoop``, as in a script process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from profiler.clock import FakeClock
+from profiler.model import WorkDecl
+from profiler.phases import PhaseContext, registry
+from profiler.script import schedule
+from profiler.script.driver import ScriptLoop, StepDriver, StopScript
+from profiler.script.spec import ScriptSpec
+from workloads.base import LoopEnded
+
+STEP = 1_000
+
+
+class Ctx:
+    """A step wrapper that logs its enter and exit."""
+
+    def __init__(self, log: list[tuple[str, int]], i: int) -> None:
+        self.log, self.i = log, i
+
+    def __enter__(self) -> None:
+        self.log.append(("enter", self.i))
+
+    def __exit__(self, *exc: object) -> None:
+        self.log.append(("exit", self.i))
+
+
+def start(target: Callable[[], Any]) -> threading.Thread:
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    return t
+
+
+def script(d: StepDriver, clock: FakeClock, steps: int) -> None:
+    """What a detector does per step: step i takes STEP + i ns."""
+    for i in range(steps):
+        if not d.started:
+            d.begin()
+        d.open_wrap()
+        clock.advance(STEP + i)
+        d.boundary()
+
+
+def test_requests_are_filled_with_back_to_back_steps_and_wrapped() -> None:
+    clock = FakeClock(start_ns=1_000_000)
+    d = StepDriver(clock)
+    loop = ScriptLoop(d, work=WorkDecl(1, 1, 1, 0, 0))
+    got: dict[str, Any] = {}
+    log: list[tuple[str, int]] = []
+
+    def sched() -> None:
+        got["first"] = loop.first_segment()
+        clock.advance(50_000)  # the schedule's own work: a gap, in no step
+        got["a"] = marks = [clock()]
+        loop.run(3, marks, clock)
+        got["b"] = marks = [clock()]
+        loop.run(2, marks, clock, lambda i: Ctx(log, i))
+        got["log_at_handoff"] = list(log)
+        got["thread"] = loop.in_loop_thread(threading.get_ident)
+        loop.finish()
+
+    t = start(sched)
+    script(d, clock, 10)
+    t.join(5)
+    first, a, b = got["first"], got["a"], got["b"]
+    assert first == [1_000_000, 1_000_000 + STEP]
+    # The next request starts when the script resumes, after the schedule's 50 µs.
+    assert a[0] == first[1] + 50_000
+    assert [y - x for x, y in itertools.pairwise(a)] == [STEP + 1, STEP + 2, STEP + 3]
+    assert b[0] == a[-1]  # the fake clock stood still during the hand-off
+    assert [y - x for x, y in itertools.pairwise(b)] == [STEP + 4, STEP + 5]
+    # Wrapped by global step index, and the last wrapper left before the schedule resumed.
+    assert got["log_at_handoff"] == [("enter", 4), ("exit", 4), ("enter", 5), ("exit", 5)]
+    assert got["thread"] == threading.get_ident()
+    assert loop.steps_done == 6 and d.done == 10 and d.freed
+
+
+def test_max_steps_stops_the_script_and_ends_the_requests() -> None:
+    clock = FakeClock()
+    d = StepDriver(clock, max_steps=5)
+    loop = ScriptLoop(d, work=WorkDecl(1, 1, 1, 0, 0))
+    got: dict[str, Any] = {}
+
+    def sched() -> None:
+        loop.first_segment()
+        got["a"] = marks = [clock()]
+        loop.run(10, marks, clock)  # only 4 more steps come
+        got["ended"] = loop.ended
+        try:
+            loop.run(1, [clock()], clock)
+        except LoopEnded:
+            got["raised"] = True
+        loop.finish()
+
+    t = start(sched)
+    with pytest.raises(StopScript):
+        script(d, clock, 100)
+    d.script_ended("max_steps")
+    t.join(5)
+    assert len(got["a"]) == 5 and got["ended"] and got["raised"]
+    assert (d.done, d.end_reason) == (5, "max_steps")
+
+
+def test_the_script_ending_mid_request_returns_what_ran() -> None:
+    clock = FakeClock()
+    d = StepDriver(clock)
+    loop = ScriptLoop(d, work=WorkDecl(1, 1, 1, 0, 0))
+    got: dict[str, Any] = {}
+
+    def sched() -> None:
+        loop.first_segment()
+        got["a"] = marks = [clock()]
+        loop.run(10, marks, clock)
+        try:
+            loop.run(5, [clock()], clock)
+        except LoopEnded:
+            got["more"] = "ended"
+        loop.finish()
+
+    t = start(sched)
+    script(d, clock, 3)
+    d.script_ended("completed")
+    t.join(5)
+    assert len(got["a"]) == 3  # steps 1 and 2 of the 10 asked for
+    assert got["more"] == "ended"
+
+
+def test_no_step_at_all() -> None:
+    d = StepDriver(FakeClock())
+    loop = ScriptLoop(d, work=WorkDecl(1, 1, 1, 0, 0))
+    got: dict[str, Any] = {}
+
+    def sched() -> None:
+        try:
+            loop.first_segment()
+        except LoopEnded:
+            got["first"] = "ended"
+        loop.finish()
+
+    t = start(sched)
+    d.script_ended("completed")
+    t.join(5)
+    assert got["first"] == "ended" and not d.started
+
+
+# --- plans ----------------------------------------------------------------------------------
+
+
+def _ctx(tmp_path: Path, kind: str, step_ns: int) -> PhaseContext:
+    loop = ScriptLoop(StepDriver(FakeClock()), work=WorkDecl(1, 1, 1, 0, 0), info={"kind": kind})
+    spec = ScriptSpec.for_worker("s.py")
+    return PhaseContext(
+        spec=dataclasses.replace(spec, framework=kind),
+        loop=loop,
+        workload_dir=tmp_path,
+        tensorboard_dir=tmp_path,
+        clock=FakeClock(),
+        step_ns=step_ns,
+    )
+
+
+def _phases() -> list[Any]:
+    return [registry.make(p, {}) for p in registry.DEFAULT_PHASES]
+
+
+def test_plan_without_a_limit_is_each_phase_budget(tmp_path: Path) -> None:
+    phases = _phases()
+    slots = schedule.plan(phases, _ctx(tmp_path, "tf1", 200_000), timed_steps=None, available=None)
+    assert slots["timed"].window == 5_000  # 1 s of 200 µs steps
+    assert slots["sampled"].window == 7_500 and slots["sampled"].rewarm == 20
+    assert slots["framework"].window == 200 and slots["framework"].extra == 20
+    assert slots["hooks"].extra == 5 * 2 * 200  # on/off blocks of 40 ms
+    by = {p.name: p for p in phases}
+    assert by["lines"].budget.steps == slots["lines"].window
+
+
+def test_plan_fits_into_max_steps(tmp_path: Path) -> None:
+    phases = _phases()
+    slots = schedule.plan(phases, _ctx(tmp_path, "tf1", 200_000), timed_steps=None, available=550)
+    total = sum(s.window + s.rewarm + s.extra for s in slots.values())
+    assert total <= 550
+    assert all(s.rewarm <= schedule.TIGHT_REWARM for s in slots.values())
+    by = {p.name: p for p in phases}
+    assert by["framework"].full_trace_steps == 5 and by["hooks"].cost_pairs == 0
+    assert slots["framework"].window >= 5 and slots["hooks"].window >= schedule.TIGHT_MIN_WINDOW
+    # The windows keep their budgets' proportions.
+    assert slots["sampled"].window > slots["timed"].window > slots["lines"].window
+
+
+def test_numpy_scripts_plan_no_framework_phases(tmp_path: Path) -> None:
+    slots = schedule.plan(
+        _phases(), _ctx(tmp_path, "numpy", 10_000), timed_steps=300, available=None
+    )
+    assert set(slots) == {"timed", "sampled", "lines"}
+    assert slots["timed"].window == 300

@@ -1,0 +1,401 @@
+"""``python -m profiler run SCRIPT.py``: users' scripts end to end, step detection, bad input.
+
+Every test runs the real command line in a subprocess, as a user would, in a folder of its own
+(the script's working directory). The seed-000 scripts in ``tests/data`` are the seeds' own
+code, saved unchanged; TensorFlow runs for real. Scripts written here are small and import no
+framework unless the test is about one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from profiler import summary
+from tests.conftest import REPO, python_env
+
+DATA = REPO / "tests" / "data"
+SEEDS = Path("/work/shared/seeds")
+
+
+def cli(
+    cwd: Path, *args: str, timeout: float = 240, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "profiler", "run", "--out", str(cwd / "runs"), *args],
+        cwd=cwd,
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=stdin,
+    )
+
+
+def only_run(cwd: Path) -> Path:
+    runs = [p for p in (cwd / "runs").iterdir() if p.is_dir() and not p.is_symlink()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def workload(run: Path) -> dict:
+    doc = json.loads((run / "summary.json").read_text())
+    summary.validate(doc)
+    (entry,) = doc["workloads"]
+    return entry
+
+
+def phase(entry: dict, name: str) -> dict:
+    return next(p for p in entry["phases"] if p["name"] == name)
+
+
+def write(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+# --- the seeds' own code, verbatim ----------------------------------------------------------------
+
+
+def test_seed_scripts_are_the_seed_text_unchanged() -> None:
+    seed = next(SEEDS.glob("000_*.txt"), None) if SEEDS.is_dir() else None
+    if seed is None:
+        pytest.skip("the seed text is not on this machine")
+    lines = seed.read_text().splitlines(keepends=True)
+    start = [i for i, line in enumerate(lines) if line.startswith("#%% General imports")]
+    tf1 = "".join(lines[start[0] : start[1]]).rstrip("\n") + "\n"
+    assert (DATA / "seed000_tf1.py").read_text() == tf1
+    assert (DATA / "seed000_numpy.py").read_text() == "".join(lines[start[1] :])
+
+
+@pytest.mark.tf
+def test_seed000_tf1_script_is_attributed_mostly_to_overhead(tmp_path: Path) -> None:
+    out = cli(tmp_path, "--tf1", "--max-steps", "600", str(DATA / "seed000_tf1.py"))
+    assert out.returncode == 0, out.stderr
+    run = only_run(tmp_path)
+    w = workload(run)
+    assert (w["framework"], w["status"], w["name"]) == ("script", "ok", "seed000_tf1.py")
+    s = w["script"]
+    assert (s["ended"], s["steps"], s["graph_mode"]) == ("max_steps", 600, True)
+    assert s["detection"]["source"] == "tf1_session"
+    assert s["detection"]["framework"] == "tf1"
+    assert s["detection"]["detectors"]["tf1_session"]["steps"] == 600
+    assert "stopped after 600 steps" in out.stdout
+    # Every phase ran on the script's own steps, all within its 600.
+    assert {p["name"]: p["status"] for p in w["phases"]} == dict.fromkeys(
+        ("timed", "sampled", "lines", "framework", "hooks"), "ok"
+    )
+    assert sum(p["steps"] for p in w["phases"]) + w["one_off"]["warmup_steps"] <= 600
+    # The seed's first call, sess.run(init), is the warm-up's first step; the graph building
+    # before it is the one-off build time.
+    assert w["one_off"]["warmup_steps"] == 50 and w["one_off"]["build_ms"] > 0
+    att = w["attribution"]
+    assert att["method"].startswith("hooks")
+    assert att["overhead_share"] >= 0.70
+    assert att["typical_us"]["compute"] > 0 and att["typical_us"]["feed_fetch"] > 0
+    # The samples per step are inferred from the feed_dict's arrays (the seed's 1,000 rows).
+    assert w["work"]["samples_per_step"] == 1000
+    assert (run / "report.html").read_text().count("seed000_tf1.py") >= 2
+    assert (run / "workloads" / w["slug"] / "stdout.log").exists()
+
+
+def test_seed000_numpy_script_with_step_line(tmp_path: Path) -> None:
+    script = DATA / "seed000_numpy.py"
+    loop = next(
+        i for i, line in enumerate(script.read_text().splitlines(), 1) if line.startswith("for ")
+    )
+    # ~15 µs steps: 20,000 of them (~0.3 s) give the sampled window ~100 samples.
+    out = cli(tmp_path, "--step-line", f"{script.name}:{loop}", "--max-steps", "2e4", str(script))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    s = w["script"]
+    assert (s["ended"], s["steps"], s["detection"]["source"]) == ("max_steps", 20_000, "step_line")
+    assert s["detection"]["framework"] == "numpy"
+    assert s["marks"]["step_line"].startswith(f"line {loop} (for loop header)")
+    # The loop body's lines, profiled while the module-level loop runs.
+    lines = phase(w, "lines")
+    assert lines["status"] == "ok"
+    (module,) = [f for f in lines["data"]["functions"] if f["function"] == "<module>"]
+    hit = {r["line"]: r["hits"] for r in module["rows"]}
+    assert hit[loop + 2] == hit[loop + 11] > 0  # the first and last statements of the body
+    assert w["attribution"]["method"] == "samples"
+    timed = w["step_time"]
+    # A numpy step of the seed is ~10-20 µs here; a TF1 session step is ~200.
+    assert 2 < timed["median_us"] < 100
+    assert s["detection"]["cost_ns"] < timed["median_us"] * 1e3 * 0.05
+
+
+# --- step detection ------------------------------------------------------------------------------
+
+
+@pytest.mark.tf
+def test_tf_function_calls_are_steps(tmp_path: Path) -> None:
+    out = cli(
+        tmp_path,
+        "--phases",
+        "timed,framework,hooks",
+        "--max-steps",
+        "300",
+        str(DATA / "tf_function_loop.py"),
+        "400",
+    )
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    s = w["script"]
+    assert (s["steps"], s["detection"]["source"], s["detection"]["framework"]) == (
+        300,
+        "tf_function",
+        "tf2",
+    )
+    assert s["argv"] == ["400"]
+    hooks = phase(w, "hooks")
+    assert hooks["status"] == "ok"
+    # One tf.function call per step (the window's last step hands off to the schedule before
+    # the hooks' outer timer records its call: ~1/steps short of 1).
+    assert 0.97 <= hooks["data"]["calls_per_step"]["function_call"] <= 1
+    assert phase(w, "framework")["status"] == "ok"
+
+
+@pytest.mark.tf
+def test_keras_fit_batches_are_steps(tmp_path: Path) -> None:
+    out = cli(tmp_path, "--phases", "timed,hooks", str(DATA / "keras_fit.py"))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    s = w["script"]
+    # 8 epochs of 640 / 32 = 20 batches; fit's own tf.function calls and evaluate are no steps.
+    assert (s["ended"], s["steps"], s["detection"]["source"]) == ("completed", 160, "keras_fit")
+    assert s["detection"]["framework"] == "keras"
+    assert s["detection"]["detectors"]["tf_function"]["steps"] == 0
+    assert s["detection"]["detectors"]["tf_function"]["calls"] >= 160
+    assert (w["work"]["samples_per_step"], w["work"]["steps_per_epoch"]) == (32, 20)
+    assert "loss" in out.stdout  # the script's own print, passed through
+
+
+def test_no_step_found_attributes_the_whole_run_and_says_how_to_mark(tmp_path: Path) -> None:
+    script = write(
+        tmp_path,
+        "plain.py",
+        """
+        total = 0
+        for i in range(4_000_000):  # ~0.5 s: py-spy attaches within ~0.1 s
+            total += i * i
+        print("total", total)
+        """,
+    )
+    out = cli(tmp_path, "--phases", "timed,sampled", str(script))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    s = w["script"]
+    assert s["detection"]["steps_detected"] is False
+    assert "--step-function" in s["message"] and "--step-line" in s["message"]
+    assert "steps were not detected" in phase(w, "timed")["reason"]
+    assert w["step_time"]["steps"] == 1
+    sampled = phase(w, "sampled")
+    assert sampled["status"] == "ok" and sampled["data"]["samples"] > 0
+    assert w["attribution"]["share"]["python"] > 0.5
+    assert "steps were not detected" in out.stdout
+
+
+def test_step_function_and_the_script_world(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "train.py",
+        """
+        import os, sys
+
+        def step(i):
+            return sum(range(200)) + i
+
+        if __name__ == "__main__":
+            print("argv", sys.argv[1:], "cwd", os.getcwd() == sys.argv[1])
+            print("main", sys.modules["__main__"].step is step, sys.path[0] == os.getcwd())
+            for i in range(3000):
+                step(i)
+            print("done")
+        """,
+    )
+    args = ("--phases", "timed,lines", "--step-function", "step", "--max-steps", "1500")
+    out = cli(tmp_path, *args, "train.py", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert f"argv ['{tmp_path}'] cwd True" in out.stdout
+    assert "main True True" in out.stdout  # __main__ is the script; its folder leads sys.path
+    assert "done" not in out.stdout  # stopped at its 1,500th step
+    run = only_run(tmp_path)
+    w = workload(run)
+    assert (w["script"]["steps"], w["script"]["detection"]["source"]) == (1500, "step_function")
+    assert phase(w, "lines")["data"]["targets"][0] == "step"
+    log = (run / "workloads" / w["slug"] / "stdout.log").read_text()
+    assert "argv" in log  # kept as well as passed through
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such script"),
+        (b"def f(:\n    pass\n", "is not a Python script: invalid syntax (line 1)"),
+        (b"\x7fELF\x02\x01\x01\x00\x00\x00", "is not a Python script: it holds binary data"),
+    ],
+)
+def test_missing_or_non_python_script_exits_2_and_writes_nothing(
+    tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    script = tmp_path / "bad.py"
+    if content is not None:
+        script.write_bytes(content)
+    out = cli(tmp_path, str(script))
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and message in out.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--step-function", "nope"], "defines no function 'nope' (it defines: f)"),
+        (["--step-line", "3"], "is not inside a loop or a function"),
+        (["--step-line", "99"], "no statement starts at line 99"),
+        (["--step-line", "other.py:3"], "only lines of the script itself"),
+    ],
+)
+def test_bad_step_options_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    script = write(tmp_path, "s.py", "def f():\n    pass\nx = 1\n")
+    out = cli(tmp_path, *args, str(script))
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+
+
+def test_script_options_need_a_script(tmp_path: Path) -> None:
+    out = cli(tmp_path, "--max-steps", "5", "numpy_gd")
+    assert out.returncode == 2 and "--max-steps applies to a script" in out.stderr
+
+
+RAISES = """
+import profiler
+
+def helper(i):
+    if i == 30:
+        raise ValueError("boom at step 30")
+
+for i in range(100):
+    with profiler.step():
+        helper(i)
+"""
+
+
+def test_script_that_raises_keeps_its_steps_and_the_traceback_tail(tmp_path: Path) -> None:
+    write(tmp_path, "raises.py", RAISES)
+    out = cli(tmp_path, "--phases", "timed", "--warmup", "10", "raises.py")
+    assert out.returncode == 1
+    w = workload(only_run(tmp_path))
+    assert w["status"] == "failed"
+    assert w["script"]["ended"] == "raised" and w["script"]["steps"] == 31
+    assert "the script raised ValueError after 31 steps" in w["error"]
+    # The script's frames, not ours.
+    assert 'raises.py", line 6, in helper' in w["error"]
+    assert "ValueError: boom at step 30" in w["error"]
+    assert "profiler/script" not in w["error"]
+    assert phase(w, "timed")["steps"] == 21  # the steps after the warm-up are kept
+    assert "ValueError: boom at step 30" in out.stdout  # the table's failure line
+    assert "raises.py" in out.stderr  # the script's traceback, as Python prints it
+    assert "boom at step 30" in (only_run(tmp_path) / "report.html").read_text()
+
+
+@pytest.mark.parametrize(("code", "status", "exit_code"), [("0", 0, 0), ("3", 1, 3)])
+def test_sys_exit_is_recorded(tmp_path: Path, code: str, status: int, exit_code: int) -> None:
+    write(
+        tmp_path,
+        "exits.py",
+        f"""
+        import sys
+        import profiler
+        for i in range(40):
+            with profiler.step():
+                pass
+        sys.exit({code})
+        """,
+    )
+    out = cli(tmp_path, "--phases", "timed", "--warmup", "10", "exits.py")
+    assert out.returncode == status, out.stderr
+    s = workload(only_run(tmp_path))["script"]
+    assert (s["ended"], s["exit_code"]) == ("exit", exit_code)
+    assert f"the script called sys.exit({code}) after 40 steps" in out.stdout
+
+
+def test_stdin_is_not_connected_unless_given(tmp_path: Path) -> None:
+    write(tmp_path, "asks.py", 'name = input("name? ")\nprint("hello", name)\n')
+    out = cli(tmp_path, "--phases", "timed", "asks.py", stdin="typed at the terminal\n")
+    assert out.returncode == 1
+    s = workload(only_run(tmp_path))["script"]
+    assert s["stdin_read"] is True
+    assert "read standard input, which is not connected" in s["message"]
+    assert "--stdin FILE" in s["message"] and "EOFError" in out.stdout
+    (tmp_path / "answers.txt").write_text("Ada\n")
+    (tmp_path / "runs").rename(tmp_path / "runs-1")
+    out = cli(tmp_path, "--phases", "timed", "--stdin", "answers.txt", "asks.py")
+    assert out.returncode == 0, out.stderr
+    assert "hello Ada" in out.stdout
+
+
+def test_ctrl_c_keeps_a_partial_report(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "forever.py",
+        """
+        import time
+        import profiler
+        i = 0
+        while True:
+            with profiler.step():
+                time.sleep(0.0005)
+            i += 1
+            if i == 300:
+                print("running", flush=True)
+        """,
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "profiler",
+            "run",
+            "--out",
+            "runs",
+            "--phases",
+            "timed,sampled",
+            "forever.py",
+        ],
+        cwd=tmp_path,
+        env=python_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    for line in proc.stdout:
+        if "running" in line or time.monotonic() > deadline:
+            break
+    time.sleep(1.0)  # into the timed window
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    (partial,) = (tmp_path / "runs").glob("*.partial")
+    doc = json.loads((partial / "summary.json").read_text())
+    assert doc["run"]["status"] == "interrupted"
+    assert (partial / "report.html").exists()
+    trace = json.loads(
+        gzip.decompress((partial / "workloads/forever.py/model.json.gz").read_bytes())
+    )
+    assert trace["script"]["ended"] == "interrupted" and trace["script"]["steps"] >= 300
