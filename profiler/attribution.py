@@ -237,8 +237,7 @@ def _hooks_composition(
     )
     keep = corrected / side_total if side_total > 0 else 0.0
     python_side = {
-        p: v * keep * (budget / corrected if corrected > 0 else 0.0)
-        for p, v in python_side.items()
+        p: v * keep * (budget / corrected if corrected > 0 else 0.0) for p, v in python_side.items()
     }
     feeds = python_side.get("feed_convert", 0.0) + python_side.get("feed_other", 0.0)
     cast = float((data.get("feed_cast") or {}).get("cast_ns", 0)) / k

@@ -135,10 +135,12 @@ RULES: tuple[Rule, ...] = (
         id="overhead_bound_script",
         subject="workload",
         needs=("label", "step_us", "overhead_pct", "compute_us"),
-        when=lambda f: f["overhead_pct"] >= 50
-        and f.get("flops") is None
-        and f["units_per_step"] == 1
-        and f["framework"] != "numpy",
+        when=lambda f: (
+            f["overhead_pct"] >= 50
+            and f.get("flops") is None
+            and f["units_per_step"] == 1
+            and f["framework"] != "numpy"
+        ),
         message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead; "
         "kernels take {compute_us:.1f} µs.",
         fix="Do more work per framework call: larger batches, or the loop inside the graph "

@@ -26,7 +26,9 @@ from profiler.model import OK, MetricPoint, WorkDecl, WorkloadTrace, median_ns
 if TYPE_CHECKING:
     from profiler.runner import WorkloadOutcome
 
-SCHEMA_VERSION = 1
+#: 1: the foundation; 2 (additive): phase data, sampling, attribution, experiments, diagnoses,
+#: training efficiency and script runs.
+SCHEMA_VERSION = 2
 TOOL_NAME = "training-loop-profiler"
 
 
