@@ -52,7 +52,9 @@ def report(doc: dict[str, Any], wall_s: float | None = None) -> str:
         lines.append(
             f"  {w['label'][:20]:20s} {_fmt(st.get('median_us'), '9.1f')} "
             f"{_fmt(marker.get('cost_ns'), '9d')} {_fmt(share and share * 100, '6.2f')}%{flag:2s}"
-            + "  ".join(f"{_fmt(infl.get(p), '8.2f')}×" for p in phases)
+            + "  ".join(
+                f"{infl[p]:8.2f}×" if infl.get(p) is not None else f"{'-':>9s}" for p in phases
+            )
         )
     x = doc.get("experiments")
     if x:

@@ -152,7 +152,7 @@ RULES: tuple[Rule, ...] = (
         needs=("label", "feed_us", "feed_pct", "cast_us", "nofeed_saving_us"),
         when=lambda f: f["feed_pct"] >= 10,
         message="{label}: feed_dict costs {feed_us:.0f} µs per step ({feed_pct:.0f}% of the "
-        "step) in Python; the float64 -> float32 cast is {cast_us:.1f} µs of it.",
+        "step) in Python; converting the fed arrays' dtype is {cast_us:.1f} µs of it.",
         fix="Keep the data in the graph (constants, a variable, or tf.data): measured "
         "{nofeed_saving_us:.0f} µs less per step, more than the Python-side feed cost alone.",
     ),
@@ -162,7 +162,7 @@ RULES: tuple[Rule, ...] = (
         needs=("label", "feed_us", "feed_pct", "cast_us"),
         when=lambda f: f["feed_pct"] >= 10 and f.get("nofeed_saving_us") is None,
         message="{label}: feed_dict costs {feed_us:.0f} µs per step ({feed_pct:.0f}% of the "
-        "step) in Python; the float64 -> float32 cast is {cast_us:.1f} µs of it.",
+        "step) in Python; converting the fed arrays' dtype is {cast_us:.1f} µs of it.",
         fix="Keep the data in the graph (constants, a variable, or tf.data) instead of feeding "
         "the same arrays every step.",
     ),
