@@ -90,6 +90,16 @@ def report(doc: dict[str, Any], wall_s: float | None = None) -> str:
     return "\n".join(lines)
 
 
+#: Flags for a headless Chromium on a machine with no network (DESIGN.md, "Facts"): without
+#: the networking ones it stalls on blocked connections.
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 LOAD_GOAL_S = 2.0
 RENDER_GOAL_S = 3.0
 
@@ -105,17 +115,9 @@ def browser_timing(report: Path) -> str:
     chromium = shutil.which("chromium")
     if chromium is None:
         return "report in a browser: no chromium (make browser installs Debian's)"
-    args = [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ]
     loads, renders = [], []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=args)
+        browser = p.chromium.launch(executable_path=chromium, args=list(CHROMIUM_ARGS))
         for _ in range(3):
             page = browser.new_page()
             t0 = time.perf_counter()

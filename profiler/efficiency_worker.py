@@ -43,6 +43,7 @@ from typing import Any
 
 from profiler.clock import Clock, now_ns
 from profiler.efficiency import (
+    COLUMNS,
     DEFAULT_BUDGETS,
     DEFAULT_REF_SAMPLES,
     DEFAULT_REF_UPDATES,
@@ -100,16 +101,7 @@ def noise_floor(x: Any, y: Any) -> float:
 class _Recorder:
     """Checkpoint columns of one run, and the logging time spent filling them."""
 
-    COLUMNS = (
-        "samples",
-        "updates",
-        "epochs",
-        "counter",
-        "distinct",
-        "distinct_epoch",
-        "wall_ns",
-        "loss",
-    )
+    COLUMNS = COLUMNS
 
     def __init__(self, loop: Loop, clock: Clock) -> None:
         self.loop = loop
@@ -378,19 +370,9 @@ def run(spec: EfficiencySpec, clock: Clock = now_ns, progress: Progress = lambda
 
 
 def main(argv: list[str] | None = None) -> int:
-    import traceback
+    from profiler.worker import measurement_main
 
-    from profiler.worker import _progress_writer
-
-    args = sys.argv[1:] if argv is None else argv
-    spec = EfficiencySpec(**json.loads(Path(args[0]).read_text()))
-    try:
-        run(spec, progress=_progress_writer())
-        return 0
-    except BaseException as exc:
-        tail = "".join(traceback.format_exception(exc)).rstrip().splitlines()[-12:]
-        (Path(spec.out_dir) / "error.txt").write_text("\n".join(tail) + "\n")
-        return 1
+    return measurement_main(lambda text: EfficiencySpec(**json.loads(text)), run, argv)
 
 
 if __name__ == "__main__":

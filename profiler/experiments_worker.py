@@ -135,19 +135,9 @@ def run(spec: ExperimentSpec, clock: Clock = now_ns, progress: Any = lambda _e: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    import traceback
+    from profiler.worker import measurement_main
 
-    from profiler.worker import _progress_writer
-
-    args = sys.argv[1:] if argv is None else argv
-    spec = ExperimentSpec(**json.loads(Path(args[0]).read_text()))
-    try:
-        run(spec, progress=_progress_writer())
-        return 0
-    except BaseException as exc:
-        tail = "".join(traceback.format_exception(exc)).rstrip().splitlines()[-12:]
-        (Path(spec.out_dir) / "error.txt").write_text("\n".join(tail) + "\n")
-        return 1
+    return measurement_main(lambda text: ExperimentSpec(**json.loads(text)), run, argv)
 
 
 if __name__ == "__main__":

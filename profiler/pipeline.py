@@ -99,7 +99,6 @@ def run_experiments(opts: RunOptions, run_dir: Path) -> dict[str, Any] | None:
     """
     from profiler.experiments import DEFAULT_SIZES, PAIRS, SWEEP_WORKLOADS
     from profiler.experiments_worker import RESULT_FILE, ExperimentSpec
-    from profiler.runner import TaskBar, run_process
 
     selected = {s.name for s in opts.workloads}
     pairs = [p.name for p in PAIRS if p.baseline in selected and p.variant in selected]
@@ -116,28 +115,43 @@ def run_experiments(opts: RunOptions, run_dir: Path) -> dict[str, Any] | None:
     )
     for key, value in opts.experiment_overrides.items():
         setattr(spec, key, value)
-    spec_path = xdir / "spec.json"
-    rundir.atomic_write_text(spec_path, spec.to_json())
-    bar = TaskBar(opts.progress, "experiments")
+    raw, _wall_s = _measure(
+        "profiler.experiments_worker", spec.to_json(), xdir, RESULT_FILE, opts, "experiments"
+    )
+    return {"pairs": [], "sweep": {}, **raw}
+
+
+def _measure(
+    module: str, spec_json: str, workdir: Path, result_file: str, opts: RunOptions, label: str
+) -> tuple[dict[str, Any], float]:
+    """Run measurement process ``module`` on ``spec_json`` in ``workdir``; collect its result.
+
+    Returns the result file (whatever it saved, even after a failure or time-out) with the
+    process's ``status`` and ``error`` added, and the process's wall time in seconds.
+    """
+    from profiler.runner import TaskBar, run_process
+
+    spec_path = workdir / "spec.json"
+    rundir.atomic_write_text(spec_path, spec_json)
+    bar = TaskBar(opts.progress, label)
     try:
-        proc = run_process(
-            "profiler.experiments_worker", spec_path, xdir, opts.timeout_s, bar.event
-        )
+        proc = run_process(module, spec_path, workdir, opts.timeout_s, bar.event)
     finally:
         bar.close()
-    raw: dict[str, Any] = {"pairs": [], "sweep": {}}
+    raw: dict[str, Any] = {}
     try:
-        raw = json.loads((xdir / RESULT_FILE).read_text())
+        raw = json.loads((workdir / result_file).read_text())
     except (OSError, ValueError):
         pass
     if proc.timed_out:
         raw.update(status="timeout", error=f"timed out after {opts.timeout_s:g} s")
     elif proc.returncode != 0:
-        err = (xdir / "error.txt").read_text() if (xdir / "error.txt").exists() else ""
+        err_path = workdir / "error.txt"
+        err = err_path.read_text() if err_path.exists() else ""
         raw.update(status="failed", error=err.strip() or f"exited with {proc.returncode}")
     else:
         raw.update(status="ok", error="")
-    return raw
+    return raw, round(proc.wall_ns / 1e9, 3)
 
 
 def run_efficiency(
@@ -151,34 +165,16 @@ def run_efficiency(
     it measured before a failure or time-out is kept.
     """
     from profiler.efficiency_worker import RESULT_FILE, EfficiencySpec
-    from profiler.runner import TaskBar, run_process
 
     if not any(s.seed == "004" for s in opts.workloads):
         return None
     edir = run_dir / "efficiency"
     edir.mkdir(parents=True, exist_ok=True)
     spec = EfficiencySpec(out_dir=str(edir.resolve()), **(overrides or {}))
-    spec_path = edir / "spec.json"
-    rundir.atomic_write_text(spec_path, spec.to_json())
-    bar = TaskBar(opts.progress, "efficiency")
-    try:
-        proc = run_process("profiler.efficiency_worker", spec_path, edir, opts.timeout_s, bar.event)
-    finally:
-        bar.close()
-    raw: dict[str, Any] = {"runs": {}}
-    try:
-        raw = json.loads((edir / RESULT_FILE).read_text())
-    except (OSError, ValueError):
-        pass
-    raw["wall_s"] = round(proc.wall_ns / 1e9, 3)
-    if proc.timed_out:
-        raw.update(status="timeout", error=f"timed out after {opts.timeout_s:g} s")
-    elif proc.returncode != 0:
-        err = (edir / "error.txt").read_text() if (edir / "error.txt").exists() else ""
-        raw.update(status="failed", error=err.strip() or f"exited with {proc.returncode}")
-    else:
-        raw.update(status="ok", error="")
-    return raw
+    raw, wall_s = _measure(
+        "profiler.efficiency_worker", spec.to_json(), edir, RESULT_FILE, opts, "efficiency"
+    )
+    return {"runs": {}, **raw, "wall_s": wall_s}
 
 
 def write_efficiency_scalars(run_dir: Path, doc: dict[str, Any]) -> list[str]:

@@ -292,7 +292,8 @@ def _write_trace(path: Path, trace: WorkloadTrace) -> None:
     atomic_write_bytes(path, gzip.compress(data, compresslevel=5))
 
 
-def _progress_writer() -> Progress:
+def progress_writer() -> Progress:
+    """Progress events to the runner, on the pipe named by ``PROFILER_PROGRESS_FD``."""
     fd = os.environ.get("PROFILER_PROGRESS_FD")
     if not fd:
         return lambda _e: None
@@ -307,6 +308,25 @@ def _progress_writer() -> Progress:
     return emit
 
 
+def measurement_main(
+    load_spec: Callable[[str], Any], run: Callable[..., Any], argv: list[str] | None = None
+) -> int:
+    """Entry point of a measurement process (experiments, efficiency): ``run(spec)``.
+
+    The spec comes from the JSON file named first on the command line; progress goes to the
+    runner; a failure leaves the tail of its traceback in ``<out_dir>/error.txt`` (whatever
+    ``run`` saved before it is kept) and exits 1.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    spec = load_spec(Path(args[0]).read_text())
+    try:
+        run(spec, progress=progress_writer())
+        return 0
+    except BaseException as exc:
+        (Path(spec.out_dir) / "error.txt").write_text(error_tail(exc) + "\n")
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the workload process. Exit 0 done, 1 the workload failed."""
     from profiler.phases import registry
@@ -316,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     wspec = WorkerSpec.from_json(Path(args[0]).read_text())
     workload_dir = Path(wspec.workload_dir)
     out = workload_dir / MODEL_FILE
-    progress = _progress_writer()
+    progress = progress_writer()
     last: list[WorkloadTrace] = []
 
     def write(trace: WorkloadTrace) -> None:

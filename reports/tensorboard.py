@@ -126,42 +126,51 @@ def scalars(trace: WorkloadTrace) -> Iterator[tuple[str, int, float, int]]:
         yield LOSS_BY_UPDATES, done * w.updates_per_step, m.value, t
 
 
-def encode(trace: WorkloadTrace, now: float | None = None) -> bytes:
-    """The event file's bytes: a version record, then one ``Event`` per scalar."""
+def _encode(points: list[tuple[str, int, float, float]], now: float) -> bytes:
+    """Event-file bytes: a version record, then one ``Event`` per ``(tag, step, value,
+    seconds before now)`` point, in the given order."""
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.summary.writer.record_writer import RecordWriter
 
-    now = time.time() if now is None else now
-    # In capture order, as a live writer would have written them.
-    points = sorted(scalars(trace), key=lambda p: p[3])
-    last_ns = max((t for *_rest, t in points), default=0)
     buf = io.BytesIO()
     writer = RecordWriter(buf)
     header = event_pb2.Event(wall_time=now, file_version="brain.Event:2")
     header.source_metadata.writer = "training-loop-profiler"
     writer.write(header.SerializeToString())
-    for tag, step, value, t_ns in points:
+    for tag, step, value, before_s in points:
         value_pb = summary_pb2.Summary.Value(tag=tag, simple_value=value)
         event = event_pb2.Event(
-            wall_time=now - (last_ns - t_ns) / 1e9,
-            step=step,
-            summary=summary_pb2.Summary(value=[value_pb]),
+            wall_time=now - before_s, step=step, summary=summary_pb2.Summary(value=[value_pb])
         )
         writer.write(event.SerializeToString())
     return buf.getvalue()
 
 
-def write(logdir: Path, trace: WorkloadTrace, now: float | None = None) -> Path:
-    """Write the trace's scalars into ``logdir`` (replacing ours from a previous render)."""
+def _write(logdir: Path, suffix: str, data: bytes, now: float) -> Path:
+    """Replace our event file of kind ``suffix`` in ``logdir`` by ``data``."""
     logdir.mkdir(parents=True, exist_ok=True)
-    for old in logdir.glob(f"events.out.tfevents.*{FILE_SUFFIX}"):
+    for old in logdir.glob(f"events.out.tfevents.*{suffix}"):
         old.unlink()
-    now = time.time() if now is None else now
     # TensorBoard finds event files by "tfevents" in the name; where its convention puts the
     # host name we put the tool's: nothing from the environment goes into an artefact.
-    path = logdir / f"events.out.tfevents.{int(now):010d}.training-loop-profiler{FILE_SUFFIX}"
-    atomic_write_bytes(path, encode(trace, now))
+    path = logdir / f"events.out.tfevents.{int(now):010d}.training-loop-profiler{suffix}"
+    atomic_write_bytes(path, data)
     return path
+
+
+def encode(trace: WorkloadTrace, now: float | None = None) -> bytes:
+    """The event file's bytes: a version record, then one ``Event`` per scalar."""
+    now = time.time() if now is None else now
+    # In capture order, as a live writer would have written them.
+    points = sorted(scalars(trace), key=lambda p: p[3])
+    last_ns = max((t for *_rest, t in points), default=0)
+    return _encode([(tag, s, v, (last_ns - t) / 1e9) for tag, s, v, t in points], now)
+
+
+def write(logdir: Path, trace: WorkloadTrace, now: float | None = None) -> Path:
+    """Write the trace's scalars into ``logdir`` (replacing ours from a previous render)."""
+    now = time.time() if now is None else now
+    return _write(logdir, FILE_SUFFIX, encode(trace, now), now)
 
 
 def read(path: Path) -> list[dict[str, Any]]:
@@ -205,28 +214,8 @@ def efficiency_scalars(impl: dict[str, Any]) -> Iterator[tuple[str, int, float, 
 
 def write_efficiency(logdir: Path, impl: dict[str, Any], now: float | None = None) -> Path:
     """Write one implementation's efficiency scalars into ``logdir`` (replacing ours)."""
-    from tensorboard.compat.proto import event_pb2, summary_pb2
-    from tensorboard.summary.writer.record_writer import RecordWriter
-
-    logdir.mkdir(parents=True, exist_ok=True)
-    for old in logdir.glob(f"events.out.tfevents.*{EFFICIENCY_SUFFIX}"):
-        old.unlink()
     now = time.time() if now is None else now
     points = list(efficiency_scalars(impl))
     last_ms = max((w for *_rest, w in points), default=0.0)
-    buf = io.BytesIO()
-    writer = RecordWriter(buf)
-    header = event_pb2.Event(wall_time=now, file_version="brain.Event:2")
-    header.source_metadata.writer = "training-loop-profiler"
-    writer.write(header.SerializeToString())
-    for tag, step, value, wall_ms in points:
-        value_pb = summary_pb2.Summary.Value(tag=tag, simple_value=value)
-        event = event_pb2.Event(
-            wall_time=now - (last_ms - wall_ms) / 1e3,
-            step=step,
-            summary=summary_pb2.Summary(value=[value_pb]),
-        )
-        writer.write(event.SerializeToString())
-    path = logdir / f"events.out.tfevents.{int(now):010d}.training-loop-profiler{EFFICIENCY_SUFFIX}"
-    atomic_write_bytes(path, buf.getvalue())
-    return path
+    data = _encode([(tag, s, v, (last_ms - w) / 1e3) for tag, s, v, w in points], now)
+    return _write(logdir, EFFICIENCY_SUFFIX, data, now)

@@ -7,20 +7,13 @@ import shutil
 
 import pytest
 
+from profiler.bench import CHROMIUM_ARGS
 from reports import viewmodel
 
 pytestmark = [pytest.mark.browser, pytest.mark.tf, pytest.mark.slow]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-#: Flags for a headless Chromium on a machine with no network (DESIGN.md, "Facts").
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+ARGS = list(CHROMIUM_ARGS)
 MAX_BYTES = 5 * 1024 * 1024
 
 

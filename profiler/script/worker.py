@@ -50,8 +50,8 @@ from profiler.worker import (
     ERROR_TAIL_LINES,
     MODEL_FILE,
     WorkerSpec,
-    _progress_writer,
     _write_trace,
+    progress_writer,
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -218,7 +218,7 @@ class ScriptRun:
             workload_dir=self.workload_dir,
             tensorboard_dir=self.tensorboard_dir,
             clock=self.clock,
-            progress=_progress_writer(),
+            progress=progress_writer(),
             options=self.options,
             warmup_steps=int(self.wspec.warmup_steps),
             timed_steps=self.opts.get("steps"),
