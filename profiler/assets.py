@@ -109,7 +109,7 @@ def fetch(asset: Asset, registry: str | None = None, timeout_s: float = 60.0) ->
             content = member.read()
     except tarfile.TarError as exc:
         raise AssetError(f"{url} is not a readable tarball: {exc}") from exc
-    from profiler.rundir import atomic_write_bytes
+    from profiler.processes.rundir import atomic_write_bytes
 
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(target, content)

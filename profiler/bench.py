@@ -90,7 +90,7 @@ def report(doc: dict[str, Any], wall_s: float | None = None) -> str:
     return "\n".join(lines)
 
 
-#: Flags for a headless Chromium on a machine with no network (DESIGN.md, "Facts"): without
+#: Flags for a headless Chromium on a machine with no network: without
 #: the networking ones it stalls on blocked connections.
 CHROMIUM_ARGS = (
     "--no-sandbox",
@@ -145,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         print(report(doc))
         print(browser_timing(args.run / "report.html"))
         return 0
-    from profiler import pipeline
     from profiler.cli import main as cli_main
+    from profiler.processes import pipeline
 
     t0 = time.monotonic()
     status = cli_main(["run", "--out", str(args.out)])

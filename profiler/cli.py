@@ -43,6 +43,10 @@ SCRIPT_DOC = """your own script:
   follows it is the script's."""
 
 
+#: Exit statuses (``EXIT_DOC``).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
 class UsageError(Exception):
     """A user mistake: reported as one line, exit status 2."""
 
@@ -259,7 +263,7 @@ def _all_options(tokens: list[str], actions: dict[str, object], takes_value: set
 
 
 def _reads_arguments(script: str) -> bool | None:
-    from profiler.script import source
+    from profiler.capture.script import source
 
     try:
         return source.reads_arguments(source.load(Path(script)))
@@ -275,8 +279,8 @@ def _script_spec(args: argparse.Namespace) -> object | None:
             flag = "--" + given[0].replace("_", "-")
             raise UsageError(f"{flag} applies to a script: run [options] SCRIPT.py [its arguments]")
         return None
-    from profiler.script.source import ScriptError
-    from profiler.script.spec import ScriptSpec
+    from profiler.capture.script.source import ScriptError
+    from profiler.capture.script.spec import ScriptSpec
 
     script, *argv = args.script
     try:
@@ -295,7 +299,7 @@ def _script_spec(args: argparse.Namespace) -> object | None:
 
 
 def _resolve_workloads(args: argparse.Namespace) -> list:  # type: ignore[type-arg]
-    import workloads
+    from profiler import workloads
 
     wanted = list(args.targets or []) + list(args.workloads or [])
     if not wanted and not args.script:
@@ -312,8 +316,8 @@ def _resolve_workloads(args: argparse.Namespace) -> list:  # type: ignore[type-a
 
 
 def _phases(args: argparse.Namespace) -> list[str]:
+    from profiler.capture.phases import registry
     from profiler.model import PHASE_ORDER
-    from profiler.phases import registry
 
     if not args.phases:
         return list(registry.DEFAULT_PHASES)
@@ -325,10 +329,10 @@ def _phases(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from profiler import pipeline, rundir
-    from profiler.runner import RunOptions
-    from reports import text, viewmodel
-    from workloads.base import WorkloadError
+    from profiler.capture.loop import WorkloadError
+    from profiler.processes import pipeline, rundir
+    from profiler.processes.runner import RunOptions
+    from profiler.reports import text, viewmodel
 
     script = _script_spec(args)
     specs = _resolve_workloads(args)
@@ -356,7 +360,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         params=params,
         phases=phases,
         out_root=args.out,
-        timeout_s=args.timeout or 600.0,
+        timeout_s=args.timeout or RunOptions.timeout_s,
         script_timeout_s=args.timeout,
         warmup_steps=args.warmup,
         metric_points=args.metric_points,
@@ -395,7 +399,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_list(_args: argparse.Namespace) -> int:
-    import workloads
+    from profiler import workloads
 
     suite = set(workloads.default_suite())
     for name in workloads.names():
@@ -406,21 +410,18 @@ def cmd_list(_args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    import json
-
-    from profiler import pipeline, summary
+    from profiler.processes import pipeline
+    from profiler.reports import summary
 
     path = args.run / "summary.json"
+    if not path.is_file():
+        raise UsageError(f"{path} does not exist: is {args.run} a run folder?")
     try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{path} does not exist: is {args.run} a run folder?") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
-    try:
-        pipeline.write_outputs(args.run, doc)
+        pipeline.rerender(args.run)
     except summary.SummaryError as exc:
         raise UsageError(f"{path}: {exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
     except OSError as exc:
         print(f"error: cannot write the report in {args.run}: {exc}", file=sys.stderr)
         return pipeline.EXIT_OUTPUT
@@ -431,8 +432,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     import json
 
-    from profiler import compare, rundir
-    from reports import text
+    from profiler.analysis import compare
+    from profiler.processes import rundir
+    from profiler.reports import text
 
     try:
         doc = compare.compare(args.a, args.b, args.run)
@@ -449,7 +451,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             rundir.atomic_write_text(args.json, json.dumps(doc, indent=1) + "\n")
         except OSError as exc:
             print(f"error: cannot write {args.json}: {exc}", file=sys.stderr)
-            return 3
+            return EXIT_OUTPUT
     return 0
 
 

@@ -10,11 +10,11 @@
         profiler.metric(loss=loss)
 
 Place in the pipeline: user code calls these; under ``python -m profiler run script.py`` the
-script process (``profiler.script.worker``) activates them and each ``with profiler.step()``
-block is one step of the trace (``profiler.script.driver``). Without the profiler they do as
+script process (``profiler.capture.script.worker``) activates them and each ``with profiler.step()``
+block is one step of the trace (``profiler.capture.script.driver``). Without the profiler they do as
 little as Python allows: ``step()`` returns one shared object whose ``__enter__`` and
 ``__exit__`` do nothing, and ``metric()`` returns at once (figures in the README, measured by
-``python -m profiler.script.bench``).
+``python -m profiler.capture.script.bench``).
 
 Steps are back to back, like every step in this toolkit: a step ends when its ``with`` block
 ends, and the next one starts there, so the code between two blocks (data loading, logging)
@@ -49,18 +49,19 @@ class _Idle:
 _IDLE = _Idle()
 
 
-class _Marker:
+class Marker:
     """The active step marker of a script process (one per process, re-entered each step)."""
 
     __slots__ = ("claimed", "counter", "depth", "driver", "samples", "updates")
 
-    def __init__(self, driver: Any) -> None:
+    def __init__(self, driver: Any, claimed: bool = False) -> None:
         self.driver = driver
         self.counter = driver.detector("markers")
         self.depth = 0
         self.samples = 1
         self.updates = 1
-        self.claimed = False
+        #: Whether automatic detection was switched off by a first marked step.
+        self.claimed = claimed
 
     def _claim(self) -> None:
         # Explicit marks win: from the first marked step on, detected framework calls are
@@ -69,7 +70,7 @@ class _Marker:
         self.driver.block += 1
         self.driver.facts.marked_work = True
 
-    def __enter__(self) -> _Marker:
+    def __enter__(self) -> Marker:
         self.depth += 1
         if self.depth == 1:
             d = self.driver
@@ -93,7 +94,7 @@ class _Marker:
             d.boundary()
 
 
-_marker: _Marker | None = None
+_marker: Marker | None = None
 
 
 def step(samples: int = 1, updates: int = 1) -> Any:
@@ -127,9 +128,9 @@ def metric(**values: float) -> None:
 
 
 def activate(driver: Any) -> None:
-    """Route ``step`` and ``metric`` to ``driver`` (a ``profiler.script.driver.StepDriver``)."""
+    """Route ``step`` and ``metric`` to ``driver`` (a script process's ``StepDriver``)."""
     global _marker
-    _marker = _Marker(driver)
+    _marker = Marker(driver)
 
 
 def deactivate() -> None:

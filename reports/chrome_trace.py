@@ -1,16 +1,17 @@
 """Chrome/Perfetto trace per workload (``trace.json.gz``), written from the trace model.
 
-Place in the pipeline: a per-workload artefact writer (``profiler.pipeline.ARTEFACT_WRITERS``),
-run in the parent after capture: ``WorkloadTrace`` -> Trace Event Format ->
-``runs/<id>/workloads/<slug>/trace.json.gz``, so a user without TensorBoard opens the same
-timeline in https://ui.perfetto.dev (or ``chrome://tracing``). Everything is on the workload's
-step clock; ``ts``/``dur`` are microseconds from the first warm-up step.
+Place in the pipeline: a per-workload artefact writer
+(``profiler.processes.pipeline.ARTEFACT_WRITERS``), run in the parent after capture:
+``WorkloadTrace`` -> Trace Event Format -> ``runs/<id>/workloads/<slug>/trace.json.gz``, so a user
+without TensorBoard opens the same timeline in https://ui.perfetto.dev (or ``chrome://tracing``).
+Everything is on the workload's step clock; ``ts``/``dur`` are microseconds from the first warm-up
+step.
 
 Tracks (one thread each, named and ordered by metadata events):
 
 * ``phase: <name>``: one complete (``X``) event per step of that phase's window (warm-up first);
 * ``gaps``: time the runner spent between segments of a window (recording the loss);
-* ``tf/python``, ``tf/compute/0``, ...: the framework phase's spans (``profiler.collectors
+* ``tf/python``, ``tf/compute/0``, ...: the framework phase's spans (``profiler.capture.collectors
   .xplane``): steps, ``run_call``, executor work and kernels;
 * ``hooks: split``: for the hooks phase's stored steps, the measured parts of each step laid end
   to end inside it. Their durations are measured; their order inside the step is schematic.
@@ -25,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from profiler.model import Span, Window, WorkloadTrace
-from profiler.rundir import atomic_write_bytes
+from profiler.model.records import HooksData
+from profiler.processes.rundir import atomic_write_bytes
 
 FILE_NAME = "trace.json.gz"
 PID = 1
@@ -156,25 +158,25 @@ def _span_events(spans: tuple[Span, ...], tracks: _Tracks, t0: int) -> list[dict
 
 
 def _hooks_events(
-    data: dict[str, Any],
+    data: HooksData,
     bounds: dict[tuple[str, int], tuple[int, int]],
     tracks: _Tracks,
     t0: int,
 ) -> list[dict[str, Any]]:
-    per_step = data.get("per_step") or {}
-    partition = data.get("partition") or []
-    steps = per_step.get("step") or []
+    per_step = data.per_step
+    partition = data.partition
+    steps = per_step.get("step") or ()
     if not steps or not partition:
         return []
     tid = tracks.tid(HOOKS_TRACK)
-    categories = data.get("categories") or {}
+    categories = data.categories
     out: list[dict[str, Any]] = []
     for i, step in enumerate(steps):
         if ("hooks", step) not in bounds:
             continue
         t = bounds[("hooks", step)][0]
         for part in partition:
-            values = per_step.get(part) or []
+            values = per_step.get(part) or ()
             ns = int(values[i]) if i < len(values) else 0
             if ns <= 0:
                 continue
@@ -205,7 +207,7 @@ def build(trace: WorkloadTrace) -> dict[str, Any]:
         if p.spans:
             events += _span_events(p.spans, tracks, t0)
     hooks = trace.phase("hooks")
-    if hooks is not None and hooks.data:
+    if hooks is not None and isinstance(hooks.data, HooksData):
         events += _hooks_events(hooks.data, bounds, tracks, t0)
     process = [
         {"ph": "M", "pid": PID, "name": "process_name", "args": {"name": trace.workload}},

@@ -16,7 +16,7 @@ import jinja2
 from profiler import assets
 
 _ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("reports", "templates"),
+    loader=jinja2.PackageLoader("profiler.reports", "templates"),
     autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,

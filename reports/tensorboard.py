@@ -1,9 +1,10 @@
 """TensorBoard scalars per workload: step time, and the loss against steps, samples and updates.
 
-Place in the pipeline: a per-workload artefact writer (``profiler.pipeline.ARTEFACT_WRITERS``),
-run in the parent after capture: ``WorkloadTrace`` -> one event file in
-``runs/<id>/tensorboard/<slug>/``, the folder that also holds the framework phase's profile
-capture, so TensorBoard shows each workload as one run with its scalars and its profile.
+Place in the pipeline: a per-workload artefact writer
+(``profiler.processes.pipeline.ARTEFACT_WRITERS``), run in the parent after capture:
+``WorkloadTrace`` -> one event file in ``runs/<id>/tensorboard/<slug>/``, the folder that also holds
+the framework phase's profile capture, so TensorBoard shows each workload as one run with its
+scalars and its profile.
 
 The file is written with TensorBoard's pure-Python record writer and protos
 (``tensorboard.compat.proto``): TensorFlow is never imported here. (``EventFileWriter`` would
@@ -37,9 +38,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from profiler import attribution
+from profiler.analysis.attribution import Attribution
 from profiler.model import CATEGORIES, Window, WorkloadTrace
-from profiler.rundir import atomic_write_bytes
+from profiler.processes.rundir import atomic_write_bytes
 
 STEP_TIME = "step_time_us"
 PHASE_STEP_TIME = "phase_step_time_us/{phase}"
@@ -69,13 +70,14 @@ def _downsampled(window: Window, k: int) -> Iterator[tuple[int, float, int]]:
             yield seg.first_step + hi - 1, median / k / 1e3, b[hi]
 
 
-def _categories(trace: WorkloadTrace) -> Iterator[tuple[str, int, float, int]]:
+def _categories(
+    trace: WorkloadTrace, att: Attribution | None
+) -> Iterator[tuple[str, int, float, int]]:
     """``time_by_category/<category>``: µs per training step of each timed step's attribution.
 
     Downsampled like the step times: each point is the mean over a run of consecutive steps,
     so a point's categories still add up to that run's mean step.
     """
-    att = attribution.attribute(trace)
     timed = trace.phase("timed")
     if att is None or timed is None or timed.window is None:
         return
@@ -94,8 +96,11 @@ def _categories(trace: WorkloadTrace) -> Iterator[tuple[str, int, float, int]]:
             yield BY_CATEGORY.format(category=category), unit * k, mean / k / 1e3, end_ns
 
 
-def scalars(trace: WorkloadTrace) -> Iterator[tuple[str, int, float, int]]:
-    """``(tag, step, value, clock_ns)`` for every scalar of the trace, in capture order."""
+def scalars(
+    trace: WorkloadTrace, att: Attribution | None = None
+) -> Iterator[tuple[str, int, float, int]]:
+    """``(tag, step, value, clock_ns)`` for every scalar of the trace, in capture order
+    (``att``: the trace's attribution, for ``time_by_category``)."""
     w = trace.work
     k = w.units_per_step
     wanted = {m.step for m in trace.metrics}
@@ -115,7 +120,7 @@ def scalars(trace: WorkloadTrace) -> Iterator[tuple[str, int, float, int]]:
         tag = STEP_TIME if p.name == "timed" else PHASE_STEP_TIME.format(phase=p.name)
         for unit, value_us, end_ns in _downsampled(p.window, k):
             yield tag, unit * k, value_us, end_ns
-    yield from _categories(trace)
+    yield from _categories(trace, att)
     for m in trace.metrics:
         if m.name != "loss":
             continue
@@ -158,19 +163,21 @@ def _write(logdir: Path, suffix: str, data: bytes, now: float) -> Path:
     return path
 
 
-def encode(trace: WorkloadTrace, now: float | None = None) -> bytes:
+def encode(trace: WorkloadTrace, att: Attribution | None = None, now: float | None = None) -> bytes:
     """The event file's bytes: a version record, then one ``Event`` per scalar."""
     now = time.time() if now is None else now
     # In capture order, as a live writer would have written them.
-    points = sorted(scalars(trace), key=lambda p: p[3])
+    points = sorted(scalars(trace, att), key=lambda p: p[3])
     last_ns = max((t for *_rest, t in points), default=0)
     return _encode([(tag, s, v, (last_ns - t) / 1e9) for tag, s, v, t in points], now)
 
 
-def write(logdir: Path, trace: WorkloadTrace, now: float | None = None) -> Path:
+def write(
+    logdir: Path, trace: WorkloadTrace, att: Attribution | None = None, now: float | None = None
+) -> Path:
     """Write the trace's scalars into ``logdir`` (replacing ours from a previous render)."""
     now = time.time() if now is None else now
-    return _write(logdir, FILE_SUFFIX, encode(trace, now), now)
+    return _write(logdir, FILE_SUFFIX, encode(trace, att, now), now)
 
 
 def read(path: Path) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from profiler.compare import LABELS
+from profiler.analysis.compare import LABELS
 
 
 def _num(v: float | None, fmt: str) -> str:

@@ -15,16 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from profiler.compare import one as compare_one
+from profiler.analysis.compare import one as compare_one
 from profiler.model import CATEGORIES
-from reports import charts
-from reports.efficiency_view import efficiency_view
+from profiler.reports import charts
+from profiler.reports.efficiency_view import efficiency_view
+from profiler.workloads import casestudy
 
-#: The seed questions and the workloads whose figures answer them.
-SEED000 = ("tf1_gd", "numpy_gd")
-SEED004 = ("adam_handwritten", "keras_adam")
-#: The A-vs-B waterfall: the first pair both present.
-WATERFALL_PAIRS = (("tf1_gd", "numpy_gd"), ("tf2_eager_gd", "tf2_function_step"))
 TOP_OPS = 10
 TOP_LINES = 8
 TOP_STACKS = 5
@@ -101,92 +97,10 @@ def workload_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
-
-
-def answer_seed000(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """ "Why is TensorFlow slower than numpy here?" in two sentences with the run's numbers."""
-    by = {w["name"]: w for w in summary.get("workloads", []) if w.get("attribution")}
-    if not all(n in by for n in SEED000):
-        return None
-    tf, np_ = by["tf1_gd"]["attribution"], by["numpy_gd"]["attribution"]
-    t, n = tf["typical_us"], tf["reference_us"]
-    ratio = n / np_["reference_us"] if np_["reference_us"] else 0.0
-    share = tf["share"]
-    first = (
-        f"The TF1 session.run loop (tf1_gd) takes {n:,.0f} µs per step against numpy's "
-        f"{np_['reference_us']:,.1f} µs (numpy_gd), {ratio:,.0f}× slower for the same "
-        f"regression, and only {t['compute']:,.0f} µs of its step is kernels."
-    )
-    second = (
-        f"The rest is overhead around them: feed_dict handling {t['feed_fetch']:,.0f} µs "
-        f"({_pct(share['feed_fetch'])}), framework dispatch {t['dispatch']:,.0f} µs "
-        f"({_pct(share['dispatch'])}), Python {t['python']:,.0f} µs ({_pct(share['python'])})"
-    )
-    if t["other"] >= 0.5:
-        second += f", unexplained {t['other']:,.0f} µs ({_pct(share['other'])})"
-    second += "."
-    for p in (summary.get("experiments") or {}).get("pairs", []):
-        if p["baseline"] == "tf1_gd" and p["variant"] == "tf1_gd_whileloop" and p["variant_us"]:
-            second += (
-                f" Running the same loop inside the graph (tf.while_loop) measured "
-                f"{p['variant_us']:,.1f} µs per step."
-            )
-    return {
-        "seed": "000",
-        "question": "Why is gradient descent with TensorFlow much slower than a basic numpy "
-        "implementation?",
-        "sentences": [first, second],
-    }
-
-
-def answer_seed004(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """ "Why does Keras need fewer epochs?" from the efficiency section's pair facts."""
-    eff = summary.get("efficiency") or {}
-    pair = next((p for p in eff.get("pairs", []) if (p.get("a"), p.get("b")) == SEED004), None)
-    if pair is None:
-        return None
-    f = pair["facts"]
-    first = (
-        f"Epochs are different units: one {f['b']} epoch is {f['epoch_samples_ratio']:,.0f}× "
-        f"the samples and {f['epoch_updates_ratio']:.2f}× the updates of one {f['a']} epoch."
-    )
-    second = ""
-    if f.get("ts_a") and f.get("ts_b") and f.get("tu_a") and f.get("tu_b"):
-        by_samples = f["a"] if f["ts_a"] < f["ts_b"] else f["b"]
-        by_updates = f["a"] if f["tu_a"] < f["tu_b"] else f["b"]
-        second = (
-            f"To excess loss ≤ {f['target']:g}, {f['a']} needs {f['ts_a']:,.0f} samples and "
-            f"{f['tu_a']:,.0f} updates, {f['b']} {f['ts_b']:,.0f} samples and "
-            f"{f['tu_b']:,.0f} updates: per sample {by_samples} is ahead, per update "
-            f"{by_updates}"
-        )
-        if f.get("mult_a") is not None:
-            second += (
-                f"; the hand-written bias correction keyed to its epoch counter shrinks its "
-                f"steps ×{f['mult_a']:.2f} after {f['updates_a']:,} updates"
-            )
-        second += "."
-    elif f.get("target") is not None:
-        missing = [side for side, key in ((f["a"], "ts_a"), (f["b"], "ts_b")) if not f.get(key)]
-        second = (
-            f"Within this run's sample budget {' and '.join(missing)} did not reach excess loss "
-            f"≤ {f['target']:g}, so work to the target is not compared here (the default "
-            f"`make profile` budgets reach it)."
-        )
-    return {
-        "seed": "004",
-        "question": "Why does TensorFlow's Adam reach a tenth of my loss in 3 epochs when my "
-        "hand-written Adam needs 100?",
-        "sentences": [s for s in (first, second) if s],
-    }
-
-
 def waterfall(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The first A-vs-B pair of ``WATERFALL_PAIRS`` with attributions, compared."""
+    """The first A-vs-B pair of the case study's ``WATERFALL_PAIRS`` with attributions."""
     by = {w["name"]: w for w in summary.get("workloads", []) if w.get("attribution")}
-    for a, b in WATERFALL_PAIRS:
+    for a, b in casestudy.WATERFALL_PAIRS:
         if a in by and b in by:
             return compare_one(summary, by[a], summary, by[b])
     return None
@@ -361,7 +275,7 @@ def build(summary: dict[str, Any]) -> dict[str, Any]:
             ("wall_ms", "training time, ms", True),
         ):
             chart_list.append(charts.efficiency_curve(eff["curves"], axis, label, log_x))
-    answers = [a for a in (answer_seed000(summary), answer_seed004(summary)) if a]
+    answers = casestudy.answers(summary)
     diagnoses = list(summary.get("diagnoses") or []) + list((eff or {}).get("diagnoses") or [])
     return {
         "title": f"Training-loop profile, run {run.get('id', '?')}",

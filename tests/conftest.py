@@ -39,10 +39,10 @@ def suite_run(tmp_path_factory: pytest.TempPathFactory):
     One real run shared by the tests that check a run end to end (schema, attribution,
     diagnoses, the report in a browser). About a minute and a half on 2 cores.
     """
-    import workloads
-    from profiler import pipeline
-    from profiler.phases import registry
-    from profiler.runner import RunOptions
+    from profiler import workloads
+    from profiler.capture.phases import registry
+    from profiler.processes import pipeline
+    from profiler.processes.runner import RunOptions
 
     specs = [workloads.get(n) for n in workloads.default_suite()]
     out = tmp_path_factory.mktemp("suite") / "runs"

@@ -9,7 +9,7 @@ import time
 
 from profiler.clock import FakeClock
 from profiler.model import WorkDecl
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads.base import Loop, Params, WorkloadSpec
 
 #: The clock the fake-clock workloads advance; tests pass the same object to the runner.
 CLOCK = FakeClock(start_ns=1_000_000)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from profiler import attribution
-from profiler.collectors.pyspy import MAIN_THREAD
+from profiler.analysis import attribution
+from profiler.capture.collectors.pyspy import MAIN_THREAD
 from profiler.model import (
     CATEGORIES,
     PhaseRecord,
@@ -19,6 +20,8 @@ from profiler.model import (
     WorkDecl,
     WorkloadTrace,
 )
+from profiler.reports import summary
+from tests.builders import framework_data, hooks_data, sampled_data
 from tests.test_rules import NP_STEP, NP_SUM, NUMPY_SO, TF1_DO_RUN, nat, py
 
 WORK = WorkDecl(1000, 1, 1, 15_000, 120_000)
@@ -48,31 +51,26 @@ HOOKS = PhaseRecord(
     "hooks",
     "ok",
     window=_window("hooks", [900] * 5, 100),
-    data={
-        "partition": ["outside_run", "feed_convert", "native", "run_rest"],
-        "categories": {
+    data=hooks_data(
+        {"outside_run": 100, "feed_convert": 250, "native": 400, "run_rest": 150},
+        {
             "outside_run": "python",
             "feed_convert": "feed_fetch",
             "native": "native",
             "run_rest": "python",
         },
-        "central_mean_ns": {
-            "outside_run": 100,
-            "feed_convert": 250,
-            "native": 400,
-            "run_rest": 150,
-        },
-        "self_cost": {"per_step_ns": 100},
-        "feed_cast": {"cast_ns": 30},
-        "loop_info": {"fetches": 2, "feeds": 2},
-    },
+        cost_ns=100,
+        cast_ns=30,
+        fetches=2,
+        feeds=2,
+    ),
 )
 #: Kernels: 150 ns of the native call; the executor spans 300 ns of it.
 FRAMEWORK = PhaseRecord(
     "framework",
     "ok",
     window=_window("framework", [1000] * 5, 200),
-    data={"median_ns": {"kernel_union_ns": 150, "executor_ns": 300}},
+    data=framework_data(kernel_union_ns=150, executor_ns=300),
 )
 # Reference: the mean of the steps between p10 and p90 of these is 1,000 ns.
 TIMED = [1000] * 8 + [400, 5000]
@@ -143,7 +141,7 @@ def _sampled(stacks: list[tuple[tuple, int]]) -> PhaseRecord:
         "ok",
         window=_window("sampled", [1000] * 5, 300),
         samples=tuple(Sample(frames, n, MAIN_THREAD) for frames, n in stacks),
-        data={"rate_hz": 100},
+        data=sampled_data(rate_hz=100),
     )
 
 
@@ -188,11 +186,11 @@ def test_units_of_k_steps_are_split_per_unit_and_reported_per_step():
     att = attribution.attribute(_trace([10_000] * 10, work=work))
     assert att.reference_ns == 1_000
     assert att.steps[0] == (0, 0, 0, 0, 0, 10_000)
-    assert attribution.summarize(att)["typical_us"]["other"] == 1.0
+    assert summary._attribution_obj(att, [])["typical_us"]["other"] == 1.0
 
 
 def test_summary_object_has_shares_that_add_to_one():
-    s = attribution.summarize(attribution.attribute(_trace(TIMED, HOOKS, FRAMEWORK)))
+    s = summary._attribution_obj(attribution.attribute(_trace(TIMED, HOOKS, FRAMEWORK)), [])
     assert sum(s["share"].values()) == pytest.approx(1.0, abs=1e-4)
     assert s["typical_us"]["compute"] == 0.15
     assert s["steps"] == 10
@@ -208,22 +206,9 @@ def test_summary_object_has_shares_that_add_to_one():
     st.integers(min_value=0, max_value=2_000),
 )
 def test_conservation_and_non_negativity(timed, native, feed, kern):
-    hooks = PhaseRecord(
-        "hooks",
-        "ok",
-        data={
-            **HOOKS.data,
-            "central_mean_ns": {
-                "outside_run": 10,
-                "feed_convert": feed,
-                "native": native,
-                "run_rest": 5,
-            },
-        },
-    )
-    fw = PhaseRecord(
-        "framework", "ok", data={"median_ns": {"kernel_union_ns": kern, "executor_ns": kern * 2}}
-    )
+    central = {"outside_run": 10, "feed_convert": feed, "native": native, "run_rest": 5}
+    hooks = PhaseRecord("hooks", "ok", data=replace(HOOKS.data, central_mean_ns=central))
+    fw = PhaseRecord("framework", "ok", data=framework_data(kern, kern * 2))
     att = attribution.attribute(_trace(timed, hooks, fw))
     for row, d in zip(att.steps, timed, strict=True):
         assert sum(row) == d

@@ -5,12 +5,14 @@ from __future__ import annotations
 import gzip
 import json
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from profiler.model import Gap, PhaseRecord, Segment, Span, Window, WorkDecl, WorkloadTrace
-from reports import chrome_trace
+from profiler.reports import chrome_trace
+from tests.builders import hooks_data
 from tests.tf_capture import outcome, tf_run
 
 
@@ -45,14 +47,16 @@ def _trace() -> WorkloadTrace:
                 "hooks",
                 "ok",
                 Window("hooks", (Segment(5, (20_000, 30_000)),)),
-                data={
-                    "partition": ["outside", "native"],
-                    "categories": {"outside": "python", "native": "native"},
-                    "per_step": {"step": [5], "outside": [4_000], "native": [6_000]},
-                },
+                data=replace(
+                    hooks_data({"outside": 4_000, "native": 6_000}, HOOK_CATEGORIES),
+                    per_step={"step": (5,), "outside": (4_000,), "native": (6_000,)},
+                ),
             ),
         ),
     )
+
+
+HOOK_CATEGORIES = {"outside": "python", "native": "native"}
 
 
 def _by_track(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler import summary
+from profiler.reports import summary
 from tests.conftest import REPO, python_env
 
 
@@ -49,7 +49,7 @@ def test_help_is_fast_and_imports_no_tensorflow():
 
 
 def test_list_names_every_registered_workload():
-    import workloads
+    from profiler import workloads
 
     out = cli("list")
     assert out.returncode == 0

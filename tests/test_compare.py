@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler import compare
+from profiler.analysis import compare
 from tests.test_cli import cli
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.diagnoses import Rule, evaluate
+from profiler.diagnoses.engine import Rule, evaluate
 
 RULE = Rule(
     id="slow",

@@ -12,10 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-import workloads
-from profiler import efficiency, pipeline, summary
-from profiler.clock import FakeClock
-from profiler.efficiency import (
+from profiler import workloads
+from profiler.analysis import efficiency, efficiency_pairs
+from profiler.analysis.efficiency import (
     Cause,
     Impl,
     Run,
@@ -28,10 +27,14 @@ from profiler.efficiency import (
     stays_below,
     value_at,
 )
-from profiler.efficiency_worker import EfficiencySpec, noise_floor, run, run_keras, run_numpy
-from profiler.runner import RunOptions
-from workloads import adam_handwritten, seed004
-from workloads.base import Params
+from profiler.analysis.run import analyse
+from profiler.capture.efficiency import EfficiencySpec, noise_floor, run, run_keras, run_numpy
+from profiler.clock import FakeClock
+from profiler.processes import pipeline
+from profiler.processes.runner import RunOptions
+from profiler.reports import summary
+from profiler.workloads import adam_handwritten, casestudy, seed004
+from profiler.workloads.base import Params
 
 # --- pure pieces, by hand ---------------------------------------------------------------------
 
@@ -71,7 +74,7 @@ def test_bias_multiplier_matches_its_formula():
     for t in (1, 4, 31, 100, 5000):
         assert lr_factor(t) == pytest.approx(math.sqrt(1 - b2**t) / (1 - b1**t), rel=1e-15)
     assert bias_multiplier(100, 100) == 1.0
-    # The seed's counter is its epoch count t + 1 after 32 t updates (DESIGN: 0.53, 0.23).
+    # The seed's counter is its epoch count t + 1 after 32 t updates (measured: 0.53, 0.23).
     assert bias_multiplier(4, 128) == pytest.approx(0.530, abs=0.001)
     assert bias_multiplier(31, 992) == pytest.approx(0.229, abs=0.001)
     with pytest.raises(ValueError):
@@ -88,9 +91,9 @@ def test_bias_multiplier_is_the_ratio_of_the_seeds_step_to_the_correct_one():
         loop.run(updates - 1 - loop.steps_done, [], time.perf_counter_ns)
         w0 = loop.params()["w"]
         loop.run(1, [], time.perf_counter_ns)
-        state = inspect.getgeneratorlocals(loop.info["generator"])
+        state = inspect.getgeneratorlocals(loop.probes["generator"])
         taken = loop.params()["w"] - w0
-        mw, vw, counter = state["mw"], state["vw"], loop.info["optimizer_step"]()
+        mw, vw, counter = state["mw"], state["vw"], loop.probes["optimizer_step"]()
         assert counter == 1 + (updates - 1) // 32
         right = -(a * mw / (1 - b1**updates)) / (math.sqrt(vw / (1 - b2**updates)) + eps)
         assert taken / right == pytest.approx(bias_multiplier(counter, updates), rel=1e-4)
@@ -215,12 +218,12 @@ def test_cause_contribution_by_hand():
     r = _impl("r", [_raw_run(0, [5, 2, 1.25, 1.05, 1.01]), _raw_run(1, [5, 2, 1.25, 1.05, 1.01])])
     cause = Cause("c", "a cause", "p", "r")
     t = Targets(n=40, ref_samples=20, ref_updates=10, target_excess=0.1)
-    row = efficiency.cause_contribution(cause, {"p": p, "r": r}, t)
+    row = efficiency_pairs.cause_contribution(cause, {"p": p, "r": r}, t)
     assert row["at_samples"]["ratio"] == pytest.approx(4.0)  # 1 / 0.25
     assert row["at_updates"]["ratio"] == pytest.approx(2.0)  # 2 / 1
     assert row["floor"]["x"] == 40 and row["floor"]["ratio"] == pytest.approx(50.0)
     assert row["samples_to_target"] == {"present": None, "removed": 30.0, "ratio": None}
-    missing = efficiency.cause_contribution(cause, {"p": p}, t)
+    missing = efficiency_pairs.cause_contribution(cause, {"p": p}, t)
     assert missing["status"].startswith("not measured") and missing["at_samples"] is None
 
 
@@ -241,7 +244,7 @@ def test_run_rejects_an_axis_going_backwards_and_summary_marks_it_failed():
             }
         },
     }
-    sec = efficiency.summarize(raw)
+    sec = efficiency_pairs.summarize(raw, casestudy.EFFICIENCY)
     (impl,) = sec["implementations"]
     assert impl["status"] == "partial" and "backwards" in impl["errors"][0]
     assert impl["seeds"] == [0]
@@ -285,7 +288,7 @@ def assert_curves_monotone_and_end_at_totals(section: dict[str, Any]) -> None:
 
 
 def test_curves_are_monotone_in_x_and_end_at_the_run_totals(numpy_raw):
-    sec = efficiency.summarize(numpy_raw)
+    sec = efficiency_pairs.summarize(numpy_raw, casestudy.EFFICIENCY)
     assert_curves_monotone_and_end_at_totals(sec)
     by = {i["name"]: i for i in sec["implementations"]}
     hand, mini = by["adam_handwritten"], by["adam_minibatch"]
@@ -312,11 +315,11 @@ def test_curves_are_monotone_in_x_and_end_at_the_run_totals(numpy_raw):
 
 
 def test_summary_section_validates_and_reaches_report_and_tensorboard(numpy_raw, tmp_path):
-    from reports import html, tensorboard, viewmodel
+    from profiler.reports import html, tensorboard, viewmodel
 
     info = summary.RunInfo(run_id="20260101-000000", phases=[], finished=time.time())
     doc = json.loads(
-        summary.dumps(summary.build(info, [], {}, None, numpy_raw) | {"environment": _ENV})
+        summary.dumps(summary.build(info, analyse([], None, numpy_raw), {}) | {"environment": _ENV})
     )
     summary.validate(doc)
     vm = viewmodel.build(doc)
@@ -324,7 +327,7 @@ def test_summary_section_validates_and_reaches_report_and_tensorboard(numpy_raw,
     assert '<section id="efficiency">' in page
     assert "adam_globalstep" in vm["efficiency"]["curves"]
     for row in vm["efficiency"]["causes"]:
-        assert row["id"] in {c.id for c in efficiency.CAUSES}
+        assert row["id"] in {c.id for c in casestudy.CAUSES}
     problems = pipeline.write_efficiency_scalars(tmp_path, doc)
     assert problems == []
     (path,) = (tmp_path / "tensorboard" / "adam_handwritten").glob("*profiler-efficiency")
@@ -373,4 +376,4 @@ def test_keras_counters_from_fit_and_its_printed_running_mean():
     assert all(
         p != pytest.approx(c["loss"][i], rel=1e-3) for p, i in zip(printed, (3, 4, 6), strict=True)
     )
-    assert loop.info["optimizer_step"]() == 24
+    assert loop.probes["optimizer_step"]() == 24

@@ -6,8 +6,11 @@ from typing import Any
 
 import pytest
 
-from profiler import diagnoses, efficiency, efficiency_rules
-from profiler.efficiency_worker import EfficiencySpec, run
+from profiler.analysis import efficiency, efficiency_pairs
+from profiler.capture.efficiency import EfficiencySpec, run
+from profiler.diagnoses import efficiency as efficiency_rules
+from profiler.diagnoses import engine as diagnoses
+from profiler.workloads import casestudy
 
 #: Three of Keras's epochs and the same samples for the seed's loop; one seed. Keras reaches
 #: the default target (excess 0.1) only after ~100k samples, far too slow for a test, so the
@@ -21,7 +24,7 @@ def impls(tmp: Any, names: list[str]) -> dict[str, efficiency.Impl]:
     spec = EfficiencySpec(
         out_dir=str(tmp), implementations=names, seeds=[0], budgets=BUDGET, points=60
     )
-    found, status = efficiency._impls(run(spec))
+    found, status = efficiency_pairs._impls(run(spec), casestudy.EFFICIENCY)
     assert [s["status"] for s in status] == ["ok"] * len(names), status
     return found
 
@@ -34,7 +37,7 @@ def fired(facts: dict[str, Any]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def seed_pair(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     got = impls(tmp_path_factory.mktemp("seed"), ["adam_handwritten", "keras_adam"])
-    return efficiency.pair_facts(got["adam_handwritten"], got["keras_adam"], TARGET)
+    return efficiency_pairs.pair_facts(got["adam_handwritten"], got["keras_adam"], TARGET)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,7 @@ def control_pair(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     # Two separate runs of the same loop with the same seed: equal but for timing noise.
     a = impls(tmp_path_factory.mktemp("a"), ["adam_minibatch"])["adam_minibatch"]
     b = impls(tmp_path_factory.mktemp("b"), ["adam_minibatch"])["adam_minibatch"]
-    return efficiency.pair_facts(a, b, TARGET)
+    return efficiency_pairs.pair_facts(a, b, TARGET)
 
 
 @pytest.mark.tf

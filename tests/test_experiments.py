@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.clock import FakeClock
-from profiler.experiments import (
-    PAIRS,
+from profiler.analysis.experiments import (
     Measured,
     Verdict,
     block_medians,
@@ -17,6 +15,8 @@ from profiler.experiments import (
     summarize,
     theil_sen,
 )
+from profiler.clock import FakeClock
+from profiler.workloads.casestudy import CROSSOVER, PAIRS
 
 
 def test_blocks_alternate_and_divide_units_into_steps():
@@ -87,7 +87,7 @@ def test_crossover_exists_only_when_the_slow_start_has_the_lower_slope():
 def test_every_pair_is_declared_with_known_categories():
     from profiler.model import CATEGORIES
 
-    assert len({p.name for p in PAIRS}) == len(PAIRS)
+    assert len({p.id for p in PAIRS}) == len({p.name for p in PAIRS}) == len(PAIRS)
     for p in PAIRS:
         assert p.removes, p.name
         assert all(r.category in CATEGORIES for r in p.removes)
@@ -100,6 +100,7 @@ def test_summary_section_reports_prediction_error_and_resolution():
         "error": "",
         "pairs": [
             {
+                "id": "nofeed",
                 "name": "data in the graph",
                 "baseline": "tf1_gd",
                 "variant": "tf1_gd_nofeed",
@@ -111,6 +112,7 @@ def test_summary_section_reports_prediction_error_and_resolution():
                 "steps": [100, 100],
             },
             {
+                "id": "f32feed",
                 "name": "feed float32",
                 "baseline": "tf1_gd",
                 "variant": "tf1_gd_f32feed",
@@ -142,7 +144,7 @@ def test_summary_section_reports_prediction_error_and_resolution():
         assert baseline == "tf1_gd"
         return {("feed_fetch.feed",): 90_000, ("feed_fetch.cast",): 1_500}[removes]
 
-    out = summarize(raw, predict)
+    out = summarize(raw, PAIRS, predict, CROSSOVER)
     feed, cast = out["pairs"]
     assert feed["measured_saving_us"] == 80.0
     assert feed["predicted_saving_us"] == 90.0

@@ -28,22 +28,22 @@ def test_one_step_span_per_window_step(name):
     assert len(window_steps) == FRAMEWORK_STEPS
     step_spans = [s for s in fw.spans if s.name == "step"]
     assert [s.step for s in step_spans] == window_steps
-    assert fw.data["steps"]["step"] == window_steps
-    assert fw.data["missing_steps"] == []
+    assert list(fw.data.steps.step) == window_steps
+    assert fw.data.missing_steps == ()
 
 
 @pytest.mark.parametrize("name", tf_capture.WORKLOADS)
 def test_kernel_time_per_step_is_positive_and_below_the_step(name):
     _o, fw = _framework(name)
-    cols = fw.data["steps"]
+    cols = fw.data.steps
     for union, total, wall in zip(
-        cols["kernel_union_ns"], cols["kernel_sum_ns"], cols["wall_ns"], strict=True
+        cols.kernel_union_ns, cols.kernel_sum_ns, cols.wall_ns, strict=True
     ):
         assert 0 < union <= total
         assert union < wall
-    med = fw.data["median_ns"]
-    assert 0 < med["run_call_ns"] < med["wall_ns"]
-    assert med["executor_ns"] > 0
+    med = fw.data.median_ns
+    assert 0 < med.run_call_ns < med.wall_ns
+    assert med.executor_ns > 0
 
 
 @pytest.mark.parametrize("name", tf_capture.WORKLOADS)
@@ -51,7 +51,7 @@ def test_spans_line_up_with_the_window_steps(name):
     o, fw = _framework(name)
     bounds = {s.index: (s.start_ns, s.end_ns) for s in fw.window.steps(o.trace.work)}
     # Markers sit inside their steps on both clocks: the offset is pinned to well under 1 ms.
-    assert 0 <= fw.data["clock"]["uncertainty_ns"] < 1_000_000
+    assert 0 <= fw.data.clock.uncertainty_ns < 1_000_000
     for span in fw.spans:
         start, end = bounds[span.step]
         assert start <= span.start_ns <= end, span
@@ -63,8 +63,8 @@ def test_spans_line_up_with_the_window_steps(name):
 def test_capture_is_a_tensorboard_run_of_its_own(name):
     o, fw = _framework(name)
     run_dir = tf_run().run_dir
-    xplane = run_dir / fw.data["profiler"]["xplane"]
-    assert xplane.is_file() and xplane.stat().st_size == fw.data["profiler"]["xplane_bytes"]
+    xplane = run_dir / fw.data.profiler.xplane
+    assert xplane.is_file() and xplane.stat().st_size == fw.data.profiler.xplane_bytes
     assert xplane.parent.parent.parent.parent == run_dir / "tensorboard" / o.slug
     assert xplane.name.endswith(".xplane.pb")
     wdir = run_dir / "workloads" / o.slug
@@ -83,9 +83,9 @@ def test_tf1_top_op_and_share_match_the_raw_step_stats():
     from tensorflow.core.protobuf import config_pb2
 
     o, fw = _framework("tf1_gd")
-    table = fw.data["op_table"]
-    assert table["source"] == "step_stats" and table["steps"] == FULL_TRACE_STEPS
-    files = fw.data["full_trace"]["run_metadata"]
+    table = fw.data.op_table
+    assert table.source == "step_stats" and table.steps == FULL_TRACE_STEPS
+    files = fw.data.full_trace.run_metadata
     assert len(files) == FULL_TRACE_STEPS
     wdir = tf_run().run_dir / "workloads" / o.slug
     # Recomputed from the saved protos, independently of the collector.
@@ -97,27 +97,27 @@ def test_tf1_top_op_and_share_match_the_raw_step_stats():
                 op_ns = node.op_end_rel_nanos - node.op_start_rel_nanos
                 totals[node.node_name] = totals.get(node.node_name, 0) + op_ns
     top = max(totals, key=lambda k: (totals[k], k))
-    assert table["top_op"] == top
-    assert table["top_share"] == pytest.approx(totals[top] / sum(totals.values()), abs=1e-6)
-    assert table["kernel_ns"] == sum(totals.values())
+    assert table.top_op == top
+    assert table.top_share == pytest.approx(totals[top] / sum(totals.values()), abs=1e-6)
+    assert table.kernel_ns == sum(totals.values())
     # FULL_TRACE steps ran outside the window, and the capture's own table is kept beside it.
-    assert fw.data["full_trace"]["first_step"] > max(s.step for s in fw.spans)
-    assert fw.data["xplane_op_table"]["source"] == "xplane"
+    assert fw.data.full_trace.first_step > max(s.step for s in fw.spans)
+    assert fw.data.xplane_op_table.source == "xplane"
 
 
 def test_tf2_op_table_comes_from_the_capture():
     _o, fw = _framework("tf2_function_step")
-    table = fw.data["op_table"]
-    assert table["source"] == "xplane" and table["steps"] == FRAMEWORK_STEPS
-    assert table["rows"] and sum(r["share"] for r in table["rows"]) == pytest.approx(1, abs=1e-4)
-    assert table["top_op"] == table["rows"][0]["op"]
-    assert "full_trace" not in fw.data
-    assert fw.data["median_ns"]["function_call_ns"] > fw.data["median_ns"]["run_call_ns"] > 0
+    table = fw.data.op_table
+    assert table.source == "xplane" and table.steps == FRAMEWORK_STEPS
+    assert table.rows and sum(r.share for r in table.rows) == pytest.approx(1, abs=1e-4)
+    assert table.top_op == table.rows[0].op
+    assert fw.data.full_trace is None
+    assert fw.data.median_ns.function_call_ns > fw.data.median_ns.run_call_ns > 0
 
 
 def test_numpy_workloads_are_skipped_with_a_reason():
-    from profiler.phases import registry
-    from workloads import get
+    from profiler.capture.phases import registry
+    from profiler.workloads import get
 
     for phase in ("framework", "hooks"):
         reason = registry.make(phase, {}).applies_to(get("numpy_gd"))
@@ -128,12 +128,14 @@ def test_numpy_workloads_are_skipped_with_a_reason():
 def test_corrupt_capture_fails_the_phase_by_name_and_the_report_is_still_written(
     tmp_path, monkeypatch
 ):
-    from profiler import env, summary
-    from profiler.phases import framework, registry
-    from profiler.pipeline import write_artefacts, write_outputs
-    from profiler.runner import WorkloadOutcome
-    from profiler.worker import run_workload
-    from workloads import get
+    from profiler.analysis.run import analyse
+    from profiler.capture.phases import framework, registry
+    from profiler.capture.worker import run_workload
+    from profiler.processes import env
+    from profiler.processes.pipeline import write_outputs
+    from profiler.processes.runner import WorkloadOutcome
+    from profiler.reports import artefacts, summary
+    from profiler.workloads import get
 
     real_stop = framework._stop_profiler
     corrupted: list[Path] = []
@@ -162,15 +164,17 @@ def test_corrupt_capture_fails_the_phase_by_name_and_the_report_is_still_written
     fw = trace.phase("framework")
     assert fw.status == FAILED
     assert fw.reason.startswith(str(corrupted[0])) and "\n" not in fw.reason
-    assert fw.data["op_table"]["source"] == "step_stats"  # what was measured is kept
+    assert fw.data.op_table.source == "step_stats"  # what was measured is kept
     assert trace.phase("hooks").status == OK and trace.status == OK
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     o = WorkloadOutcome(spec, "w", "ok", trace, params=params)
-    assert write_artefacts(run_dir, [o]) == {}
+    analysis = analyse([o])
+    written, problems = artefacts.write_all(run_dir, analysis.workloads)
+    assert problems == {}
     info = summary.RunInfo(run_id="20260101-000000", phases=["timed", "framework", "hooks"])
-    write_outputs(run_dir, summary.build(info, [o], env.capture()))
+    write_outputs(run_dir, summary.build(info, analysis, env.capture(), written))
     # The report names the broken capture (its folder; the host name in the file's name is
     # hidden, as every host name is in reports).
     page = (run_dir / "report.html").read_text()

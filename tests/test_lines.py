@@ -8,8 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from profiler.collectors import lines as collect
+from profiler.analysis import lines as line_tables
+from profiler.analysis.run import analyse_workload
+from profiler.capture.collectors import lines as collect
 from profiler.model import LineStat
+from profiler.reports import artefacts, lines_text
 from tests import tracing_runs
 
 FILE = __file__
@@ -41,7 +44,7 @@ def test_line_profiler_stats_become_line_stats() -> None:
 
 def test_tables_rank_lines_by_time_with_per_hit_per_step_and_share() -> None:
     rows = collect.from_line_profiler(_stats())
-    tables = collect.tables(rows, steps=10)
+    tables = line_tables.tables(rows, steps=10)
     assert [t["function"] for t in tables] == ["g", "f"]  # the costlier function first
     f = tables[1]
     assert (f["total_ms"], f["us_per_step"]) == (0.12, 12.0)
@@ -50,7 +53,7 @@ def test_tables_rank_lines_by_time_with_per_hit_per_step_and_share() -> None:
         (3, 3.0, 3.0, 0.25),
         (4, 0.0, 0.0, 0.0),
     ]
-    text = collect.render_text(tables, 10, ["a note"])
+    text = lines_text.render(tables, 10, ["a note"])
     assert "a note" in text
     # Source order in the listing; the function's costliest line is starred.
     listing = [
@@ -61,7 +64,7 @@ def test_tables_rank_lines_by_time_with_per_hit_per_step_and_share() -> None:
 
 def test_a_function_with_no_time_has_no_shares() -> None:
     rows = (LineStat(FILE, 5, "h", 3, 0),)
-    (t,) = collect.tables(rows, steps=0)
+    (t,) = line_tables.tables(rows, steps=0)
     assert t["us_per_step"] is None and t["rows"][0]["share"] is None
 
 
@@ -74,16 +77,18 @@ def test_numpy_gd_line_table_ranks_a_gradient_line_first(numpy_run) -> None:
     outcome, wdir = numpy_run
     rec = outcome.trace.phase("lines")
     assert rec.status == "ok", rec.reason
-    (table,) = rec.data["functions"]
+    wa = analyse_workload(outcome)
+    (table,) = wa.line_tables
     assert table["function"] == "build.<locals>.step"
     top = table["rows"][0]
     assert top["source"].startswith("loss_gradient_"), table["rows"][:3]
     assert top["share"] > 0.2
     # Every step ran each line once: hits == steps profiled (re-warm + window).
-    steps = rec.data["steps_profiled"]
+    steps = rec.data.steps_profiled
     assert steps == tracing_runs.NUMPY_LINES_STEPS + 20
     assert all(r["hits"] == steps for r in table["rows"])
     assert sum(r["share"] for r in table["rows"]) == pytest.approx(1.0, abs=1e-3)
+    artefacts.write_all(wdir.parent.parent, [wa])
     text = (wdir / "lines.txt").read_text()
     assert "loss_gradient_W" in text and "overstated" in text
     assert rec.lines and all(ln.function == "build.<locals>.step" for ln in rec.lines)
@@ -99,8 +104,8 @@ def test_tf1_gd_profiles_the_step_and_base_session_run(tf1_run) -> None:
     trace, wdir = tf1_run
     rec = trace.phase("lines")
     assert rec.status == "ok", rec.reason
-    assert rec.data["targets"] == ["build.<locals>.step", "BaseSession._run"]
-    tables = {t["function"]: t for t in rec.data["functions"]}
+    assert rec.data.targets == ("build.<locals>.step", "BaseSession._run")
+    tables = {t["function"]: t for t in line_tables.tables(rec.lines, rec.data.steps_profiled)}
     run = tables["BaseSession._run"]
     # The C call through _do_run is the costliest line; feed conversion and fetch handling
     # are among the next ones.
@@ -109,5 +114,5 @@ def test_tf1_gd_profiles_the_step_and_base_session_run(tf1_run) -> None:
     assert "_FetchHandler(" in next_lines and "np_asarray" in next_lines
     step = tables["build.<locals>.step"]
     assert "sess.run" in step["rows"][0]["source"]
-    assert rec.data["inflation_vs_warmup"] > 1.0
-    assert "BaseSession._run" in (wdir / "lines.txt").read_text()
+    durations = rec.window.durations_ns()
+    assert sorted(durations)[len(durations) // 2] > sorted(trace.warmup.durations_ns())[25]

@@ -14,8 +14,8 @@ import pytest
 
 import profiler
 from profiler import markers
+from profiler.capture.script.driver import METRIC_POINTS, StepDriver
 from profiler.clock import FakeClock
-from profiler.script.driver import METRIC_POINTS, StepDriver
 from tests.conftest import REPO, python_env
 
 
@@ -72,7 +72,7 @@ def _median_cost(body, n: int = 100_000, repeats: int = 7) -> float:  # type: ig
 
 
 def test_idle_step_is_cheaper_than_a_class_based_context_manager() -> None:
-    # DESIGN "Markers must be nearly free": a class-based `with` costs ~270 ns; the idle step
+    # Markers must be nearly free: a class-based `with` costs ~270 ns; the idle step
     # returns a shared object instead of building one.
     class Step:
         def __init__(self, samples: int = 1, updates: int = 1) -> None:

@@ -24,6 +24,18 @@ from profiler.model import (
     percentile_ns,
     to_jsonable,
 )
+from profiler.model.records import (
+    FeedCast,
+    FrameworkData,
+    HookDoc,
+    HooksCost,
+    HooksData,
+    OpRow,
+    OpTable,
+    ProfilerSession,
+    StepColumns,
+    StepMedians,
+)
 
 WORK = WorkDecl(
     samples_per_step=32,
@@ -100,9 +112,49 @@ def _trace() -> WorkloadTrace:
                 spans=(Span("SessionRun", 10, 5, track="python", step=2, category="dispatch"),),
                 samples=(Sample((Frame("main", "a.py", 1), Frame("f", native=True)), 3, "t"),),
                 lines=(LineStat("a.py", 3, "step", 10, 400, "x = 1"),),
-                data={"table": [1, 2]},
             ),
             PhaseRecord(name="sampled", status="unavailable", reason="no py-spy"),
+            PhaseRecord(
+                name="framework",
+                status="ok",
+                data=FrameworkData(
+                    profiler=ProfilerSession({"host_tracer_level": 2}, 5, 6, "x.pb", 10),
+                    steps=StepColumns(step=(2, 3), wall_ns=(10, 15)),
+                    median_ns=StepMedians(wall_ns=10),
+                    op_table=OpTable(
+                        "xplane",
+                        2,
+                        30,
+                        15,
+                        "a",
+                        "MatMul",
+                        1.0,
+                        (OpRow("a", "MatMul", 2, 15, 30, 1.0),),
+                        0,
+                    ),
+                ),
+            ),
+            PhaseRecord(
+                name="hooks",
+                status="ok",
+                data=HooksData(
+                    target="t",
+                    hooks={"native": HookDoc("m.f", "the call")},
+                    steps=2,
+                    partition=("outside", "native"),
+                    categories={"outside": "python", "native": "native"},
+                    outside="outside",
+                    median_ns={"native": 4},
+                    mean_ns={"native": 4},
+                    central_mean_ns={"native": 4},
+                    inclusive_median_ns={"native": 4},
+                    calls_per_step={"native": 1.0},
+                    per_step={"step": (2, 3), "native": (4, 4)},
+                    per_step_steps=2,
+                    self_cost=HooksCost(per_call_ns=3, on_off_pairs=(1, 2)),
+                    feed_cast=FeedCast(7, ("float64",), "float32", "m"),
+                ),
+            ),
         ),
         metrics=(MetricPoint(-1, "loss", 2.5), MetricPoint(3, "loss", 1.25, cost_ns=40)),
         marker_cost_ns=90,
@@ -110,13 +162,21 @@ def _trace() -> WorkloadTrace:
     )
 
 
-def test_trace_json_round_trip_is_identity():
+def test_trace_json_round_trip_is_identity(tmp_path):
     t = _trace()
     back = from_jsonable(WorkloadTrace, to_jsonable(t))
     assert back == t
-    assert back.phases[0].data == {"table": [1, 2]}
     assert back.phases[0].samples[0].frames[1].native is True
     assert back.phase("sampled").reason == "no py-spy"
+    # Each phase's record comes back as its own type (``PHASE_DATA``), nested records too.
+    hooks = back.data("hooks")
+    assert isinstance(hooks, HooksData) and isinstance(hooks.hooks["native"], HookDoc)
+    assert hooks.self_cost.on_off_pairs == (1, 2) and hooks.per_step["native"] == (4, 4)
+    fw = back.data("framework")
+    assert isinstance(fw, FrameworkData) and fw.op_table.rows[0].kernel == "MatMul"
+    assert back.data("sampled") is None  # not ok: no record
+    t.save(tmp_path / "model.json.gz")
+    assert WorkloadTrace.load(tmp_path / "model.json.gz") == t
 
 
 @given(st.lists(st.integers(min_value=0, max_value=10**9), min_size=1, max_size=50))

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler import summary
-from profiler.env import ALLOWED_VARIABLES
-from reports import html, viewmodel
+from profiler.processes.env import ALLOWED_VARIABLES
+from profiler.reports import html, summary, viewmodel
 from tests.conftest import REPO
 
 DATA = REPO / "tests" / "data"

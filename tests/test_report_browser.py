@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from profiler.bench import CHROMIUM_ARGS
-from reports import viewmodel
+from profiler.reports import viewmodel
 
 pytestmark = [pytest.mark.browser, pytest.mark.tf, pytest.mark.slow]
 

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from profiler import rules
-from profiler.collectors.pyspy import parse_collapsed
+from profiler.analysis import stacks as rules
+from profiler.capture.collectors.pyspy import parse_collapsed
 from profiler.model import CATEGORIES, Frame
+from tests.own_files import (
+    DETECT,
+    DRIVER_FILE,
+    HOOKS_PHASE,
+    LOOP_FILE,
+    SAMPLED_PHASE,
+    SCHEDULE,
+    SCRIPT_WORKER,
+    SEGMENT,
+    WINDOW,
+    WORKER,
+)
 
 SP = "/venv/lib/python3.11/site-packages"
 SESSION = f"{SP}/tensorflow/python/client/session.py"
@@ -28,18 +40,18 @@ def nat(function: str, file: str = "") -> Frame:
 #: What every in-step stack of the workload process starts with (root first).
 DRIVER = (
     nat("0x7f0000001234", LIBC),
-    py("<module>", "/repo/profiler/worker.py", 400),
-    py("run_workload", "/repo/profiler/worker.py", 250),
-    py("_run_phase", "/repo/profiler/worker.py", 280),
-    py("_Schedule.window", "/repo/profiler/worker.py", 150),
-    py("_Schedule.segment", "/repo/profiler/worker.py", 128),
-    py("Loop.run", "/repo/workloads/base.py", 149),
+    py("<module>", WORKER, 400),
+    py("run_workload", WORKER, 250),
+    py("run_phase", SCHEDULE, 280),
+    py(WINDOW, SCHEDULE, 150),
+    py(SEGMENT, SCHEDULE, 128),
+    py("Loop.run", LOOP_FILE, 149),
 )
-NP_STEP = (*DRIVER, py("build.<locals>.step", "/repo/workloads/numpy_gd.py", 56))
+NP_STEP = (*DRIVER, py("build.<locals>.step", "/repo/profiler/workloads/numpy_gd.py", 56))
 NP_SUM = (*NP_STEP, py("sum", FROMNUMERIC, 2425), py("_wrapreduction", FROMNUMERIC, 83))
 TF1_RUN = (
     *DRIVER,
-    py("build.<locals>.step", "/repo/workloads/tf1_gd.py", 105),
+    py("build.<locals>.step", "/repo/profiler/workloads/tf1_gd.py", 105),
     py("BaseSession.run", SESSION, 977),
     py("BaseSession._run", SESSION, 1190),
 )
@@ -57,15 +69,15 @@ TF2_CALL = (
     py("Context.call_function", f"{EAGER}/context.py", 1688),
 )
 #: A user's script under ``python -m profiler run``: its loop calls a detected Session.run.
-SCRIPT_DRIVER = "/repo/profiler/script/driver.py"
+SCRIPT_DRIVER = DRIVER_FILE
 SCRIPT = (
     nat("0x7f0000001234", LIBC),
-    py("ScriptRun.run", "/repo/profiler/script/worker.py", 250),
+    py("ScriptRun.run", SCRIPT_WORKER, 250),
     py("<module>", "/home/me/train.py", 54),
-    py("wrap_session_run.<locals>.session_run", "/repo/profiler/script/detect.py", 90),
+    py("wrap_session_run.<locals>.session_run", DETECT, 90),
 )
 GEN_MATH = f"{SP}/tensorflow/python/ops/gen_math_ops.py"
-TF2_OP = (*DRIVER, py("Model.train_step", "/repo/workloads/tf2_common.py", 51))
+TF2_OP = (*DRIVER, py("Model.train_step", "/repo/profiler/workloads/tf2_common.py", 51))
 
 #: One stack per row of the table: (stack, the label it must get). The row is the dict key.
 EXAMPLES: dict[str, tuple[tuple[Frame, ...], str]] = {
@@ -269,7 +281,7 @@ EXAMPLES: dict[str, tuple[tuple[Frame, ...], str]] = {
     "loop-driver": (NP_STEP, "python"),
     # A Loop subclass's own run (Keras) is not Loop.run: the segment that called it decides.
     "step-segment": (
-        (*DRIVER[:-1], py("KerasLoop.run", "/repo/workloads/keras_adam.py", 115)),
+        (*DRIVER[:-1], py("KerasLoop.run", "/repo/profiler/workloads/keras_adam.py", 115)),
         "python",
     ),
     # A user's script (profiler.script): waiting at a step boundary while phases switch ...
@@ -289,7 +301,7 @@ EXAMPLES: dict[str, tuple[tuple[Frame, ...], str]] = {
         "instrumentation",
     ),
     "instrumentation": (
-        (*DRIVER, py("HooksPhase.wrapper.__enter__", "/repo/profiler/phases/hooks.py", 30)),
+        (*DRIVER, py("HooksPhase.wrapper.__enter__", HOOKS_PHASE, 30)),
         "instrumentation",
     ),
     "any-python": (
@@ -381,7 +393,7 @@ def test_script_detector_frames_leave_the_session_call_to_its_own_rows() -> None
 
 def test_step_scope() -> None:
     assert rules.in_steps(NP_STEP)
-    outside = (DRIVER[1], DRIVER[2], py("SampledPhase.remove", "/repo/profiler/phases/sampled.py"))
+    outside = (DRIVER[1], DRIVER[2], py("SampledPhase.remove", SAMPLED_PHASE))
     assert not rules.in_steps(outside)
     assert rules.classify(outside) == "instrumentation"
 
@@ -396,9 +408,9 @@ def test_temporary_labels_are_documented() -> None:
 #: Stacks recorded with py-spy on this project's workloads (paths shortened), as collapsed lines.
 _HEAD = [
     "thread (4242)",
-    "<module> (/repo/profiler/worker.py:330)",
-    "_Schedule.segment (/repo/profiler/worker.py:128)",
-    "Loop.run (/repo/workloads/base.py:149)",
+    f"<module> ({WORKER}:330)",
+    f"Windows.segment ({SCHEDULE}:128)",
+    f"Loop.run ({LOOP_FILE}:149)",
 ]
 _NP = "build.<locals>.step (/repo/workloads/numpy_gd.py:{})"
 _TF1 = [

@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from profiler import pipeline, summary
-from profiler.runner import RunOptions
+from profiler.processes import pipeline
+from profiler.processes.runner import RunOptions
+from profiler.reports import summary
+from profiler.workloads.base import Params
 from tests import fake_workloads as fw
-from workloads.base import Params
 
 
 def _opts(tmp_path, specs, timeout_s=60.0, steps=100):

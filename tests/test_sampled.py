@@ -13,33 +13,49 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from profiler import rules, sampling, summary
-from profiler.collectors import pyspy
+from profiler.analysis import sampling
+from profiler.analysis import stacks as rules
+from profiler.analysis.run import analyse_workload
+from profiler.capture.collectors import pyspy
+from profiler.capture.phases import Budget, PhaseUnavailable
+from profiler.capture.phases import sampled as sampled_mod
+from profiler.capture.phases.lines import LinesPhase
+from profiler.capture.phases.sampled import SampledPhase
+from profiler.capture.phases.timed import TimedPhase
+from profiler.capture.worker import run_workload
 from profiler.model import Frame, Sample
-from profiler.phases import Budget, PhaseUnavailable
-from profiler.phases import sampled as sampled_mod
-from profiler.phases.lines import LinesPhase
-from profiler.phases.sampled import SampledPhase
-from profiler.phases.timed import TimedPhase
-from profiler.worker import run_workload
+from profiler.processes.runner import WorkloadOutcome
+from profiler.reports import artefacts, flamegraph, summary
+from profiler.workloads.base import Params
 from tests import fake_workloads as fw
 from tests import tracing_runs
-from workloads.base import Params
+from tests.own_files import (
+    LOOP_FILE,
+    SAMPLED_PHASE,
+    SCHEDULE,
+    SEGMENT,
+    WORKER,
+)
+
+
+def _outcome(trace):  # type: ignore[no-untyped-def]
+    return WorkloadOutcome(fw.QUICK, "quick", "ok", trace, params=Params(steps=50, n=8))
+
 
 NUMPY_SO = "/venv/site-packages/numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so"
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
-SEGMENT = Frame("_Schedule.segment", "/repo/profiler/worker.py", 128)
-LOOP = Frame("Loop.run", "/repo/workloads/base.py", 149)
-STEP = Frame("build.<locals>.step", "/repo/workloads/numpy_gd.py", 56)
+SEGMENT = Frame(SEGMENT, SCHEDULE, 128)
+LOOP = Frame("Loop.run", LOOP_FILE, 149)
+STEP = Frame("build.<locals>.step", "/repo/profiler/workloads/numpy_gd.py", 56)
 
 
 def _doc() -> dict:
     frames = [
         {"name": "thread (100)", "file": "", "line": 0, "col": None},  # 0: --threads pseudo
-        {"name": "<module>", "file": "/repo/profiler/worker.py", "line": 400, "col": None},
-        {"name": "_Schedule.segment", "file": "/repo/profiler/worker.py", "line": 128},
-        {"name": "Loop.run", "file": "/repo/workloads/base.py", "line": 149},
-        {"name": "build.<locals>.step", "file": "/repo/workloads/numpy_gd.py", "line": 56},
+        {"name": "<module>", "file": WORKER, "line": 400, "col": None},
+        {"name": SEGMENT, "file": SCHEDULE, "line": 128},
+        {"name": "Loop.run", "file": LOOP_FILE, "line": 149},
+        {"name": "build.<locals>.step", "file": "/repo/profiler/workloads/numpy_gd.py", "line": 56},
         {"name": "DOUBLE_subtract", "file": NUMPY_SO, "line": 0},  # 5
         {"name": "0x7f00aa", "file": LIBC, "line": 0},  # 6
         {"name": "run", "file": "/usr/lib/python3.11/threading.py", "line": 975},  # 7
@@ -76,8 +92,8 @@ def test_speedscope_becomes_samples() -> None:
 
 def test_collapsed_text_round_trips() -> None:
     samples = pyspy.parse_speedscope(_doc(), main_tid=100)
-    text = pyspy.to_collapsed(samples)
-    assert text.splitlines()[0].startswith("thread (main);<module> (/repo/profiler/worker.py:400)")
+    text = flamegraph.to_collapsed(samples)
+    assert text.splitlines()[0].startswith(f"thread (main);<module> ({WORKER}:400)")
     assert text.splitlines()[0].endswith(f"DOUBLE_subtract ({NUMPY_SO}) 2")
     assert pyspy.parse_collapsed(text) == samples
 
@@ -88,7 +104,7 @@ def test_flame_graph_is_escaped_xml_with_a_tooltip_per_box() -> None:
         Sample((SEGMENT, LOOP, STEP, Frame("DOUBLE_add", NUMPY_SO, native=True)), 3, "main"),
         Sample((SEGMENT, LOOP, STEP, evil), 1, "main"),
     )
-    svg = pyspy.flame_svg(samples, rules.classify, title="t <&> t", width=420, min_px=0.0)
+    svg = flamegraph.flame_svg(samples, rules.classify, title="t <&> t", width=420, min_px=0.0)
     assert "<script>" not in svg
     root = ET.fromstring(svg)
     ns = {"s": "http://www.w3.org/2000/svg"}
@@ -108,13 +124,13 @@ def test_flame_graph_is_escaped_xml_with_a_tooltip_per_box() -> None:
     fills = {
         b.find("s:title", ns).text.split("\n")[0]: b.find("s:rect", ns).get("fill") for b in boxes
     }
-    assert fills[leaf] == pyspy.COLOURS["compute"]
+    assert fills[leaf] == flamegraph.COLOURS["compute"]
 
 
 def test_analysis_counts_main_thread_steps_only() -> None:
     kernel = Frame("DOUBLE_add", NUMPY_SO, native=True)
     wrapper = Frame("_wrapreduction", "/venv/site-packages/numpy/_core/fromnumeric.py", 83)
-    setup = Frame("SampledPhase.install", "/repo/profiler/phases/sampled.py", 300)
+    setup = Frame("SampledPhase.install", SAMPLED_PHASE, 300)
     samples = (
         Sample((SEGMENT, LOOP, STEP, wrapper, kernel), 3, "main"),
         Sample((SEGMENT, LOOP, STEP, wrapper), 2, "main"),
@@ -208,7 +224,7 @@ def test_missing_pyspy_leaves_the_rest_of_the_run_intact(tmp_path, monkeypatch) 
         ("lines", "ok"),
     ]
     assert "pip install py-spy" in trace.phase("sampled").reason
-    out = sampling.summarize(trace)
+    out = summary.workload_summary(analyse_workload(_outcome(trace)))["sampling"]
     assert out is not None and out["status"] == "unavailable" and out["samples"] is None
 
 
@@ -230,9 +246,9 @@ def test_numpy_gd_sampled_run_finds_compute_between_10_and_50_percent(numpy_run)
     assert outcome.status == "ok", outcome.error
     rec = outcome.trace.phase("sampled")
     assert rec.status == "ok", rec.reason
-    assert rec.data["native"] is True and rec.data["idle"] is False
-    assert rec.data["rate_hz"] == tracing_runs.NUMPY_RATE_HZ
-    entry = summary.workload_summary(outcome)
+    assert rec.data.native is True and rec.data.idle is False
+    assert rec.data.rate_hz == tracing_runs.NUMPY_RATE_HZ
+    entry = summary.workload_summary(analyse_workload(outcome))
     _validate_workload_entry(entry)
     s = entry["sampling"]
     assert s["samples"]["in_steps"] >= 800
@@ -249,13 +265,12 @@ def test_numpy_gd_sampled_run_finds_compute_between_10_and_50_percent(numpy_run)
 def test_numpy_gd_artefacts_come_from_one_capture(numpy_run) -> None:
     outcome, wdir = numpy_run
     rec = outcome.trace.phase("sampled")
-    assert set(rec.artefacts) == {
-        "pyspy.speedscope.json",
-        "pyspy.collapsed.txt",
-        "flamegraph.svg",
-        "pyspy.log",
-    }
-    pid = rec.data["pid"]
+    # The phase records py-spy's one capture; the other views are rendered from its samples.
+    assert set(rec.artefacts) == {"pyspy.speedscope.json", "pyspy.log"}
+    written, problems = artefacts.write_all(wdir.parent.parent, [analyse_workload(outcome)])
+    assert not problems
+    assert set(written[outcome.slug]["sampled"]) == {"pyspy.collapsed.txt", "flamegraph.svg"}
+    pid = rec.data.pid
     assert pyspy.read_speedscope(wdir / "pyspy.speedscope.json", pid) == rec.samples
     assert pyspy.parse_collapsed((wdir / "pyspy.collapsed.txt").read_text()) == rec.samples
     svg = ET.parse(wdir / "flamegraph.svg").getroot()
@@ -272,7 +287,7 @@ def test_tf1_gd_samples_sit_in_the_session_call_with_feed_fetch_found(tf1_run) -
     trace, _ = tf1_run
     rec = trace.phase("sampled")
     assert rec.status == "ok", rec.reason
-    assert rec.data["idle"] is True and rec.data["native"] is False
+    assert rec.data.idle is True and rec.data.native is False
     a = sampling.analyse(rec.samples)
     assert a.total >= 100
     in_run = sum(

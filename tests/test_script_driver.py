@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from profiler.capture import schedule
+from profiler.capture.phases import PhaseContext, registry
+from profiler.capture.script.driver import ScriptLoop, StepDriver, StopScript
+from profiler.capture.script.spec import ScriptSpec
 from profiler.clock import FakeClock
 from profiler.model import WorkDecl
-from profiler.phases import PhaseContext, registry
-from profiler.script import schedule
-from profiler.script.driver import ScriptLoop, StepDriver, StopScript
-from profiler.script.spec import ScriptSpec
-from workloads.base import LoopEnded
+from profiler.workloads.base import LoopEnded, LoopInfo
 
 STEP = 1_000
 
@@ -161,7 +161,11 @@ def test_no_step_at_all() -> None:
 
 
 def _ctx(tmp_path: Path, kind: str, step_ns: int) -> PhaseContext:
-    loop = ScriptLoop(StepDriver(FakeClock()), work=WorkDecl(1, 1, 1, 0, 0), info={"kind": kind})
+    loop = ScriptLoop(
+        StepDriver(FakeClock()),
+        work=WorkDecl(1, 1, 1, 0, 0),
+        info=LoopInfo(kind=kind, session=object() if kind == "tf1" else None),
+    )
     spec = ScriptSpec.for_worker("s.py")
     return PhaseContext(
         spec=dataclasses.replace(spec, framework=kind),
@@ -196,7 +200,7 @@ def test_plan_fits_into_max_steps(tmp_path: Path) -> None:
     assert all(s.rewarm <= schedule.TIGHT_REWARM for s in slots.values())
     by = {p.name: p for p in phases}
     assert by["framework"].full_trace_steps == 5 and by["hooks"].cost_pairs == 0
-    assert slots["framework"].window >= 5 and slots["hooks"].window >= schedule.TIGHT_MIN_WINDOW
+    assert slots["framework"].window >= 5 and slots["hooks"].window >= by["hooks"].min_window
     # The windows keep their budgets' proportions.
     assert slots["sampled"].window > slots["timed"].window > slots["lines"].window
 

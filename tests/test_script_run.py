@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler import summary
+from profiler.reports import summary
 from tests.conftest import REPO, python_env
 
 DATA = REPO / "tests" / "data"

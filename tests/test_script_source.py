@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from profiler import cli
-from profiler.script import source
-from profiler.script.source import ScriptError
+from profiler.capture.script import source
+from profiler.capture.script.source import ScriptError
 
 LOOP = """\
 import sys

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from workloads import get
-from workloads.base import Params
+from profiler.workloads import get
+from profiler.workloads.base import Params
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_losses_fall(after_2000):
 def test_seed_data_is_the_seeds_arange():
     import numpy as np
 
-    from workloads.base import seed000_data
+    from profiler.workloads.base import seed000_data
 
     x, y = seed000_data(1000)
     assert np.array_equal(x, np.arange(100, step=0.1))
@@ -51,15 +51,15 @@ def test_seed_data_is_the_seeds_arange():
 @pytest.mark.tf
 def test_tf1_gd_feeds_float64_and_fetches_train_and_loss(after_2000):
     loop = after_2000["tf1_gd"][3]
-    graph = loop.info["graph"]
+    graph = loop.info.graph
     placeholders = [op for op in graph.get_operations() if op.type == "Placeholder"]
     assert sorted(op.name for op in placeholders) == ["tf_x_data", "tf_y_data"]
     assert all(op.outputs[0].dtype.name == "float32" for op in placeholders)
-    assert loop.info["fetches"] == 2 and loop.info["feeds"] == 2
+    assert loop.info.fetches == 2 and loop.info.feeds == 2
 
 
 def test_declared_flops_scale_with_n():
-    from workloads import numpy_gd, tf1_gd
+    from profiler.workloads import numpy_gd, tf1_gd
 
     assert numpy_gd.work(2000).flops_per_step == 2 * numpy_gd.work(1000).flops_per_step
     assert tf1_gd.work(1000, k=10).flops_per_step == 10 * tf1_gd.work(1000).flops_per_step

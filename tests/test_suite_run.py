@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from profiler import attribution, summary
+from profiler.analysis import attribution
 from profiler.model import CATEGORIES
-from profiler.runner import load_trace
+from profiler.processes.runner import load_trace
+from profiler.reports import summary
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from profiler.analysis import attribution
 from profiler.model import MetricPoint, PhaseRecord, Segment, Window, WorkDecl, WorkloadTrace
-from reports import tensorboard
+from profiler.reports import tensorboard
 from tests.conftest import REPO, python_env
 from tests.tf_capture import FRAMEWORK_STEPS, TIMED_STEPS, outcome, tf_run
 
@@ -42,7 +43,7 @@ def _trace(units_per_step: int = 1) -> WorkloadTrace:
 
 
 def test_scalars_by_hand(tmp_path):
-    path = tensorboard.write(tmp_path, _trace(), now=1_000.0)
+    path = tensorboard.write(tmp_path, _trace(), attribution.attribute(_trace()), now=1_000.0)
     assert path.name.startswith("events.out.tfevents.") and path.name.endswith(".profiler-scalars")
     everything = {(s["tag"], s["step"], s["value"]) for s in tensorboard.read(path)}
     by_category = {g for g in everything if g[0].startswith("time_by_category/")}
@@ -84,8 +85,8 @@ def test_a_rerender_replaces_our_event_file_and_nothing_else(tmp_path):
 def test_writing_scalars_never_imports_tensorflow(tmp_path):
     code = (
         "import sys; from pathlib import Path; from tests.test_tensorboard import _trace; "
-        "from reports import tensorboard; "
-        f"tensorboard.write(Path({str(tmp_path)!r}), _trace()); "
+        "from profiler.analysis import attribution; from profiler.reports import tensorboard; "
+        f"tensorboard.write(Path({str(tmp_path)!r}), _trace(), attribution.attribute(_trace())); "
         "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; print('ok')"
     )
     proc = subprocess.run(

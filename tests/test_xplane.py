@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profiler.collectors import xplane
-from profiler.collectors.xplane import XPlaneError, normalise_kernel, union_ns
+from profiler.capture.collectors import xplane
+from profiler.capture.collectors.xplane import XPlaneError, normalise_kernel, union_ns
 
 pytestmark = pytest.mark.tf
 
@@ -93,27 +93,54 @@ def test_tf1_steps_are_split_into_run_call_executor_and_kernels(tmp_path):
     assert cap.missing == (7,)
     assert cap.steps[5] == (1_000, 11_000)
     cols = xplane.step_table(cap)
-    assert cols["step"] == [5, 6]
-    assert cols["wall_ns"] == [10_000, 10_000]
-    assert cols["run_call_ns"] == [7_000, 7_000]
+    assert cols.step == (
+        5,
+        6,
+    )
+    assert cols.wall_ns == (
+        10_000,
+        10_000,
+    )
+    assert cols.run_call_ns == (
+        7_000,
+        7_000,
+    )
     # kernels [2000, 4000) and [3000, 5000) relative to the step: union 3,000, sum 4,000
-    assert cols["kernel_union_ns"] == [3_000, 3_000]
-    assert cols["kernel_sum_ns"] == [4_000, 4_000]
-    assert cols["kernels"] == [2, 2]
+    assert cols.kernel_union_ns == (
+        3_000,
+        3_000,
+    )
+    assert cols.kernel_sum_ns == (
+        4_000,
+        4_000,
+    )
+    assert cols.kernels == (
+        2,
+        2,
+    )
     # executor [1500, 6000) ∪ [2500, 3500) ∪ done [6000, 6500) = 5,000
-    assert cols["executor_ns"] == [5_000, 5_000]
-    assert cols["function_call_ns"] == [0, 0] and cols["eager_ops"] == [0, 0]
+    assert cols.executor_ns == (
+        5_000,
+        5_000,
+    )
+    assert cols.function_call_ns == (
+        0,
+        0,
+    ) and cols.eager_ops == (
+        0,
+        0,
+    )
 
 
 def test_tf1_op_table_and_normalised_names(tmp_path):
     cap = xplane.parse(_tf1_capture(tmp_path), [5, 6])
     table = xplane.op_table(cap)
-    assert table["source"] == "xplane" and table["steps"] == 2
-    assert [(r["op"], r["kernel"], r["count"], r["total_ns"]) for r in table["rows"]] == [
+    assert table.source == "xplane" and table.steps == 2
+    assert [(r.op, r.kernel, r.count, r.total_ns) for r in table.rows] == [
         ("add", "_MklNativeFusedMatMul", 2, 4_000),
         ("grad/Pow", "Pow", 2, 4_000),
     ]
-    assert table["rows"][0]["share"] == 0.5 and table["kernel_ns_per_step"] == 4_000
+    assert table.rows[0].share == 0.5 and table.kernel_ns_per_step == 4_000
     kernels = [e for e in cap.events if e.kind == "kernel"]
     assert {e.name for e in kernels} == {"FusedMatMul", "Pow"}
     assert {e.track for e in cap.events} == {"python", "compute/0", "compute/1"}
@@ -149,11 +176,11 @@ def test_eager_ops_and_function_calls_are_classified(tmp_path):
     b.event(c0, "sub:Sub", 4_000, 600, display="Sub")
     cap = xplane.parse(b.write(tmp_path / "e.xplane.pb"))
     cols = xplane.step_table(cap)
-    assert cols["eager_ops"] == [1] and cols["eager_op_ns"] == [900]
-    assert cols["function_call_ns"] == [7_000] and cols["run_call_ns"] == [5_000]
-    assert cols["kernels"] == [2] and cols["kernel_sum_ns"] == [1_000]
+    assert cols.eager_ops == (1,) and cols.eager_op_ns == (900,)
+    assert cols.function_call_ns == (7_000,) and cols.run_call_ns == (5_000,)
+    assert cols.kernels == (2,) and cols.kernel_sum_ns == (1_000,)
     table = xplane.op_table(cap)
-    assert {(r["op"], r["kernel"]) for r in table["rows"]} == {("MatMul", "MatMul"), ("sub", "Sub")}
+    assert {(r.op, r.kernel) for r in table.rows} == {("MatMul", "MatMul"), ("sub", "Sub")}
 
 
 def test_kernel_names_lose_their_implementation_prefix():

@@ -40,9 +40,9 @@ def tf_run():  # type: ignore[no-untyped-def]
 
 
 def _execute():  # type: ignore[no-untyped-def]
-    from profiler.pipeline import execute
-    from profiler.runner import RunOptions
-    from workloads import get
+    from profiler.processes.pipeline import execute
+    from profiler.processes.runner import RunOptions
+    from profiler.workloads import get
 
     out = Path(tempfile.mkdtemp(prefix="tlp-tf-capture-"))
     atexit.register(shutil.rmtree, out, True)

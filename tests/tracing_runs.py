@@ -13,14 +13,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from profiler import runner
+from profiler.capture.phases import Budget
+from profiler.capture.phases.lines import LinesPhase
+from profiler.capture.phases.sampled import SampledPhase
+from profiler.capture.phases.timed import TimedPhase
+from profiler.capture.worker import run_workload
 from profiler.model import WorkloadTrace
-from profiler.phases import Budget
-from profiler.phases.lines import LinesPhase
-from profiler.phases.sampled import SampledPhase
-from profiler.phases.timed import TimedPhase
-from profiler.runner import RunOptions, WorkloadOutcome
-from profiler.worker import run_workload
+from profiler.processes import runner
+from profiler.processes.runner import RunOptions, WorkloadOutcome
 
 #: A high rate for the numpy run: 1,000+ samples in a few seconds, so shares are known to ~±1%.
 NUMPY_RATE_HZ = 400
@@ -41,7 +41,7 @@ def _tmp(prefix: str) -> Path:
 @functools.cache
 def numpy_outcome() -> tuple[WorkloadOutcome, Path]:
     """numpy_gd: timed, sampled (native, 400 Hz) and lines, in its own workload process."""
-    from workloads import get
+    from profiler.workloads import get
 
     spec = get("numpy_gd")
     params = spec.defaults.with_(steps=2_000, n=NUMPY_N)
@@ -62,7 +62,7 @@ def numpy_outcome() -> tuple[WorkloadOutcome, Path]:
 @functools.cache
 def tf1_trace() -> tuple[WorkloadTrace, Path]:
     """tf1_gd in this process: timed, sampled (default rate, --idle) and lines."""
-    from workloads import get
+    from profiler.workloads import get
 
     spec = get("tf1_gd")
     wdir = _tmp("tlp-tf1-")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from workloads.base import Params, Registry, WorkloadError, WorkloadSpec, load_ref
+from profiler.workloads.base import Params, Registry, WorkloadError, WorkloadSpec, load_ref
 
 #: Module names in suite order (seed 000 first, then seed 004), then the non-suite variants.
 MODULES: tuple[str, ...] = (
@@ -25,7 +25,7 @@ MODULES: tuple[str, ...] = (
     "keras_adam",
     "adam_minibatch",
     # Not in the default suite (default_suite=False): seed 004's cause-isolation variants, run
-    # by the efficiency process (profiler.efficiency_worker).
+    # by the efficiency process (profiler.capture.efficiency).
     "adam_freshbatch",
     "adam_globalstep",
     "adam_meanbatch",
@@ -34,7 +34,7 @@ MODULES: tuple[str, ...] = (
 
 REGISTRY = Registry()
 for _name in MODULES:
-    REGISTRY.add(importlib.import_module(f"workloads.{_name}").WORKLOAD)
+    REGISTRY.add(importlib.import_module(f"profiler.workloads.{_name}").WORKLOAD)
 
 
 def get(name: str) -> WorkloadSpec:

@@ -6,13 +6,13 @@ n, 32)`` is drawn at the start of every epoch (``sw = 1``) instead of once every
 epoch-keyed bias correction are kept. It isolates the stale batch: early on it barely matters,
 but reusing 32 samples for 129 epochs sets the final floor (the loop has touched under 1% of the
 data after 100 epochs). Not in the default suite; the efficiency process
-(``profiler.efficiency_worker``) runs it.
+(``profiler.capture.efficiency``) runs it.
 """
 
 from __future__ import annotations
 
-from workloads import adam_handwritten
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads import adam_handwritten
+from profiler.workloads.base import Loop, Params, WorkloadSpec
 
 
 def build(params: Params) -> Loop:

@@ -6,14 +6,14 @@ update count (``beta ** (32 t + i + 1)``) instead of the epoch counter (``beta *
 isolates the epoch-keyed bias correction, which divides ``m`` by ``1 - beta1 ** (t + 1)`` when
 Adam's moments have averaged 32 times more gradients: the step is shrunk by ``sqrt(1 -
 beta2^tc) / (1 - beta1^tc)`` over the same at the true count, ×0.53 after 4 epochs, ×0.23
-after 31. Not in the default suite; the efficiency process (``profiler.efficiency_worker``) runs
+after 31. Not in the default suite; the efficiency process (``profiler.capture.efficiency``) runs
 it.
 """
 
 from __future__ import annotations
 
-from workloads import adam_handwritten
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads import adam_handwritten
+from profiler.workloads.base import Loop, Params, WorkloadSpec
 
 
 def build(params: Params) -> Loop:

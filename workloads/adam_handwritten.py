@@ -1,7 +1,7 @@
 """Seed 004, hand-written side: the asker's Adam, quirks intact, one single-sample update a step.
 
 Baseline of seed 004. The asker's ``Adam`` (``grad``, ``cost`` and the loop are theirs, line
-for line) on the seed-004 data (``workloads.seed004``), ``alpha = 1e-3``, ``beta1 = 0.9``,
+for line) on the seed-004 data (``profiler.workloads.seed004``), ``alpha = 1e-3``, ``beta1 = 0.9``,
 ``beta2 = 0.999``, ``epsilon = 10e-8``, ``w = b = 0``. Its quirks are what the question is about,
 and all are kept:
 
@@ -38,7 +38,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from profiler.model import WorkDecl
-from workloads.base import Loop, Params, WorkloadError, WorkloadSpec
+from profiler.workloads.base import NUMPY, Loop, LoopInfo, Params, WorkloadError, WorkloadSpec
 
 BATCH_SIZE = 32
 #: The seed's hyper-parameters (its ``epsilon=10e-8`` is 1e-7).
@@ -218,7 +218,7 @@ def build(params: Params, fix: str = "") -> Loop:
     """The loop; ``fix`` (``FIXES``) builds the one-quirk-removed variants."""
     import numpy as np
 
-    from workloads import seed004
+    from profiler.workloads import seed004
 
     if params.n < 2 * BATCH_SIZE:
         # The seed's sw = int(n / 32) - 1 is 0 below 64 samples, and t % sw divides by it.
@@ -247,8 +247,8 @@ def build(params: Params, fix: str = "") -> Loop:
         params=current,
         eval_loss=seed004.eval_loss(x, y),
         line_targets=(seed_adam,),
-        info={
-            "kind": "numpy",
+        info=LoopInfo(kind=NUMPY),
+        probes={
             "batch_size": BATCH_SIZE,
             "optimizer_step": optimizer_step,
             "batch_indices": lambda: local("arr", None),

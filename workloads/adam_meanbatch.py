@@ -8,13 +8,13 @@ epoch that counter *is* the update count, so the bias correction is right here b
 It isolates per-sample versus mean-of-batch updates, a trade-off: many fewer samples to a given
 loss with single-sample updates, fewer updates and a much lower floor with the mean. A step is
 one epoch: one update on 32 samples. Not in the default suite; the efficiency process
-(``profiler.efficiency_worker``) runs it.
+(``profiler.capture.efficiency``) runs it.
 """
 
 from __future__ import annotations
 
-from workloads import adam_handwritten
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads import adam_handwritten
+from profiler.workloads.base import Loop, Params, WorkloadSpec
 
 
 def build(params: Params) -> Loop:

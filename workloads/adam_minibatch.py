@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable
 
 from profiler.model import WorkDecl
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads.base import NUMPY, Loop, LoopInfo, Params, WorkloadSpec
 
 BATCH_SIZE = 32
 LR = 1e-3
@@ -83,7 +83,7 @@ def work(n: int, batch_size: int = BATCH_SIZE) -> WorkDecl:
 def build(params: Params) -> Loop:
     import numpy as np
 
-    from workloads import seed004
+    from profiler.workloads import seed004
 
     x, y = seed004.data(params.n, params.seed)
     n = x.shape[0]
@@ -121,8 +121,8 @@ def build(params: Params) -> Loop:
         work=work(n),
         params=current,
         eval_loss=seed004.eval_loss(x, y),
-        info={
-            "kind": "numpy",
+        info=LoopInfo(kind=NUMPY),
+        probes={
             "batch_size": BATCH_SIZE,
             "optimizer_step": lambda: t,
             "batch_indices": lambda: idx,

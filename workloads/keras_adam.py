@@ -2,12 +2,11 @@
 
 Counterpart of ``adam_handwritten`` (seed 004), the asker's TensorFlow code: ``Dense(1)``
 (glorot-uniform kernel, zero bias, seeded with ``keras.utils.set_random_seed(seed)``),
-``compile(loss="mse", optimizer=Adam(learning_rate=0.001))``, ``fit(x[:, None], y,
-batch_size=32, verbose=0)`` on the seed-004 data (``workloads.seed004``, float64 numpy arrays as
-the asker would pass them). One Keras epoch is 130 shuffled mini-batch updates over all the data;
-the asker's is 32 single-sample updates on a stale batch. It shows what an "epoch" costs in
-Keras: ~700–900 µs per update for ~400 flops, mostly per-call dispatch and a fixed per-epoch
-iterator set-up.
+``compile(loss="mse", optimizer=Adam(learning_rate=0.001))``, ``fit(x[:, None], y, batch_size=32,
+verbose=0)`` on the seed-004 data (``profiler.workloads.seed004``, float64 numpy arrays as the asker
+would pass them). One Keras epoch is 130 shuffled mini-batch updates over all the data; the asker's
+is 32 single-sample updates on a stale batch. It shows what an "epoch" costs in Keras: ~700–900 µs
+per update for ~400 flops, mostly per-call dispatch and a fixed per-epoch iterator set-up.
 
 A step is one batch. Keras runs whole epochs, so ``run(n)`` calls ``fit`` for ``ceil(n / 130)``
 epochs and may run more steps than asked; a callback stamps the end of every batch. Each
@@ -25,7 +24,7 @@ from typing import Any
 
 from profiler.clock import Clock, now_ns
 from profiler.model import WorkDecl
-from workloads.base import Loop, Params, StepWrapper, WorkloadSpec
+from profiler.workloads.base import KERAS, Loop, LoopInfo, Params, StepWrapper, WorkloadSpec
 
 BATCH_SIZE = 32
 LR = 0.001
@@ -130,7 +129,7 @@ class KerasLoop(Loop):
 
 def measure_callback_cost(loop: KerasLoop, n: int = 20_000, repeats: int = 5) -> int:
     """Nanoseconds per batch the marker callback adds to ``fit``; also sets
-    ``loop.info["callback_cost_ns"]``.
+    ``loop.probes["callback_cost_ns"]``.
 
     Times the per-batch callback dispatch exactly as ``fit`` makes it (``on_train_batch_begin``,
     then ``on_train_batch_end`` with the loss tensor in ``logs``, through a ``CallbackList`` with
@@ -155,7 +154,7 @@ def measure_callback_cost(loop: KerasLoop, n: int = 20_000, repeats: int = 5) ->
                 end(i, logs)
             runs[marked].append((now_ns() - t0) / n)
     cost = max(0, round(statistics.median(runs[True]) - statistics.median(runs[False])))
-    loop.info["callback_cost_ns"] = cost
+    loop.probes["callback_cost_ns"] = cost
     return cost
 
 
@@ -185,7 +184,7 @@ def build(params: Params, kernel_initializer: str = DEFAULT_INIT) -> Loop:
     import keras
     import tensorflow as tf
 
-    from workloads import seed004
+    from profiler.workloads import seed004
 
     x, y = seed004.data(params.n, params.seed)
     # Seeds Python, numpy and TensorFlow: the glorot draw and fit's per-epoch shuffles.
@@ -214,9 +213,8 @@ def build(params: Params, kernel_initializer: str = DEFAULT_INIT) -> Loop:
         eval_loss=seed004.eval_loss(x, y),
         # fit itself (undecorated), where a batch's Python time goes.
         line_targets=(inspect.unwrap(type(model).fit),),
-        info={
-            "kind": "keras",
-            "model": model,
+        info=LoopInfo(kind=KERAS, model=model),
+        probes={
             "batch_size": BATCH_SIZE,
             "optimizer_step": lambda: int(model.optimizer.iterations.numpy()),
             "callback_cost_ns": None,

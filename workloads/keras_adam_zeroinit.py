@@ -6,14 +6,14 @@ instead of a glorot-uniform draw of ``w`` (the bias starts at 0 in both). Everyt
 ``fit``'s: shuffled mini-batches of 32 over all the data, Adam with the global step. It isolates
 the initial state: the glorot draw of ``w`` moves Keras's starting loss up or down with the seed
 (×0.65 to ×1.41 of the zero start on seeds 0–2 here), which is not a property of Adam or of
-``fit``. Not in the default suite; the efficiency process (``profiler.efficiency_worker``) runs
+``fit``. Not in the default suite; the efficiency process (``profiler.capture.efficiency``) runs
 it.
 """
 
 from __future__ import annotations
 
-from workloads import keras_adam
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads import keras_adam
+from profiler.workloads.base import Loop, Params, WorkloadSpec
 
 
 def build(params: Params) -> Loop:

@@ -11,11 +11,13 @@ is nearly all there is: ~10 µs at n = 1000, against ~190 µs for the same step 
 from __future__ import annotations
 
 from profiler.model import WorkDecl
-from workloads.base import (
+from profiler.workloads.base import (
+    NUMPY,
     SEED000_B0,
     SEED000_LR,
     SEED000_W0,
     Loop,
+    LoopInfo,
     Params,
     WorkloadSpec,
     seed000_data,
@@ -70,7 +72,7 @@ def build(params: Params) -> Loop:
         work=work(params.n),
         params=current,
         eval_loss=seed000_loss(x_data_input, y_data_input),
-        info={"kind": "numpy"},
+        info=LoopInfo(kind=NUMPY),
     )
 
 

@@ -14,12 +14,17 @@ for the whole process, so TF1 and TF2 loops can share one process in experiments
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from profiler.model import WorkDecl
-from workloads.base import (
+from profiler.workloads.base import (
     SEED000_B0,
     SEED000_LR,
     SEED000_W0,
+    TF1,
     Loop,
+    LoopInfo,
     Params,
     WorkloadSpec,
     seed000_data,
@@ -84,21 +89,39 @@ class Graph:
         W_val, b_val = self.sess.run([self.W, self.b])
         return {"W": float(W_val[0, 0]), "b": float(b_val[0])}
 
-    def loop(self, step, work: WorkDecl, **info) -> Loop:  # type: ignore[no-untyped-def]
-        """The Loop around ``step``; ``info`` tells phases what the step feeds and fetches.
+    def loop(
+        self,
+        step: Callable[[], Any],
+        work: WorkDecl,
+        *,
+        fetches: int,
+        feeds: int,
+        feed_arrays: tuple[Any, ...] | None = None,
+        k: int | None = None,
+    ) -> Loop:
+        """The Loop around ``step``; its info tells phases what the step feeds and fetches.
 
         ``feed_arrays`` (the arrays fed each step, for the hooks phase's measurement of the
         dtype cast) defaults to the float64 data when the step feeds anything.
         """
-        if info.get("feeds") and "feed_arrays" not in info:
-            info["feed_arrays"] = (self.x_data, self.y_data)
+        if feed_arrays is None:
+            feed_arrays = (self.x_data, self.y_data) if feeds else ()
+        info = LoopInfo(
+            kind=TF1,
+            session=self.sess,
+            graph=self.graph,
+            fetches=fetches,
+            feeds=feeds,
+            feed_arrays=feed_arrays,
+            k=k,
+        )
         return Loop(
             step=step,
             work=work,
             params=self.current,
             eval_loss=self.eval_loss,
             close=self.sess.close,
-            info={"kind": "tf1", "session": self.sess, "graph": self.graph, **info},
+            info=info,
         )
 
 

@@ -8,8 +8,8 @@ measured, it saves ~1–2 µs of ~190 (the feed's other costs, ``np_asarray`` an
 
 from __future__ import annotations
 
-from workloads import tf1_gd
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads import tf1_gd
+from profiler.workloads.base import Loop, Params, WorkloadSpec
 
 
 def build(params: Params) -> Loop:
@@ -29,7 +29,6 @@ def build(params: Params) -> Loop:
         tf1_gd.work(params.n),
         fetches=2,
         feeds=2,
-        feed_dtype="float32",
         feed_arrays=(x_data, y_data),
     )
 

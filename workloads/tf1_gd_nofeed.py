@@ -8,8 +8,8 @@ the graph (``tf1_gd.Graph(n, data_in_graph=True)``) instead of placeholders, so 
 
 from __future__ import annotations
 
-from workloads import tf1_gd
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads import tf1_gd
+from profiler.workloads.base import Loop, Params, WorkloadSpec
 
 
 def build(params: Params) -> Loop:

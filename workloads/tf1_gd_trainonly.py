@@ -8,8 +8,8 @@ step, which the seed never uses: ~190 -> ~172 µs a step.
 
 from __future__ import annotations
 
-from workloads import tf1_gd
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads import tf1_gd
+from profiler.workloads.base import Loop, Params, WorkloadSpec
 
 
 def build(params: Params) -> Loop:

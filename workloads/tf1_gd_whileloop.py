@@ -11,8 +11,8 @@ steps; ``WorkDecl.units_per_step = k``).
 
 from __future__ import annotations
 
-from workloads import tf1_gd
-from workloads.base import SEED000_LR, Loop, Params, WorkloadSpec
+from profiler.workloads import tf1_gd
+from profiler.workloads.base import SEED000_LR, Loop, Params, WorkloadSpec
 
 
 def build(params: Params) -> Loop:

@@ -20,8 +20,17 @@ import numpy as np
 import tensorflow as tf
 
 from profiler.model import WorkDecl
-from workloads import tf1_gd
-from workloads.base import SEED000_B0, SEED000_LR, SEED000_W0, Loop, seed000_data, seed000_loss
+from profiler.workloads import tf1_gd
+from profiler.workloads.base import (
+    SEED000_B0,
+    SEED000_LR,
+    SEED000_W0,
+    TF2,
+    Loop,
+    LoopInfo,
+    seed000_data,
+    seed000_loss,
+)
 
 
 class Model:
@@ -56,14 +65,22 @@ class Model:
     def current(self) -> dict[str, float]:
         return {"W": float(self.W.numpy()[0, 0]), "b": float(self.b.numpy()[0])}
 
-    def loop(self, step: Callable[[], Any], work: WorkDecl, **info: Any) -> Loop:
+    def loop(
+        self,
+        step: Callable[[], Any],
+        work: WorkDecl,
+        *,
+        mode: str,
+        function: Any = None,
+        k: int | None = None,
+    ) -> Loop:
         """The ``Loop`` driving ``step``, with this model's parameters and evaluation loss."""
         return Loop(
             step=step,
             work=work,
             params=self.current,
             eval_loss=self.eval_loss,
-            info={"kind": "tf2", "model": self, **info},
+            info=LoopInfo(kind=TF2, mode=mode, model=self, function=function, k=k),
         )
 
 

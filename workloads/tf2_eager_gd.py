@@ -10,11 +10,11 @@ fetched to numpy; the arithmetic and the trajectory are the same (``workloads.tf
 
 from __future__ import annotations
 
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads.base import Loop, Params, WorkloadSpec
 
 
 def build(params: Params) -> Loop:
-    from workloads import tf2_common
+    from profiler.workloads import tf2_common
 
     model = tf2_common.Model(params.n)
     return model.loop(model.train_step, tf2_common.work(params.n), mode="eager")

@@ -9,13 +9,13 @@ one call (``k`` steps, default 100; ``WorkDecl.units_per_step = k``).
 
 from __future__ import annotations
 
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads.base import Loop, Params, WorkloadSpec
 
 
 def build(params: Params) -> Loop:
     import tensorflow as tf
 
-    from workloads import tf2_common
+    from profiler.workloads import tf2_common
 
     model = tf2_common.Model(params.n)
     k = params.k

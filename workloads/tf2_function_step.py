@@ -9,13 +9,13 @@ dispatches. It shows how much of the eager step was per-op Python/dispatch overh
 
 from __future__ import annotations
 
-from workloads.base import Loop, Params, WorkloadSpec
+from profiler.workloads.base import Loop, Params, WorkloadSpec
 
 
 def build(params: Params) -> Loop:
     import tensorflow as tf
 
-    from workloads import tf2_common
+    from profiler.workloads import tf2_common
 
     model = tf2_common.Model(params.n)
     train_step = tf.function(model.train_step)

@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from workloads import adam_handwritten, get, seed004
-from workloads.base import Params, WorkloadError
+from profiler.workloads import adam_handwritten, get, seed004
+from profiler.workloads.base import Params, WorkloadError
 
 #: Tiny data: sw = int(128 / 32) - 1 = 3, so a batch is drawn every 3 epochs.
 N = 128
@@ -101,7 +101,7 @@ def workload_run():
     batch_of_epoch = []
     for _t in range(EPOCHS):
         loop.run(1, [], time.perf_counter_ns)  # the step that begins the epoch draws, if due
-        batch_of_epoch.append(loop.info["batch_indices"]().copy())
+        batch_of_epoch.append(loop.probes["batch_indices"]().copy())
         loop.run(31, [], time.perf_counter_ns)
     return loop, batch_of_epoch
 
@@ -120,7 +120,7 @@ def test_same_w_and_b_and_best_exactly(seed_run, workload_run):
     best, _draws, (w, b) = seed_run
     loop, _ = workload_run
     assert loop.params() == {"w": w, "b": b}
-    state = inspect.getgeneratorlocals(loop.info["generator"])
+    state = inspect.getgeneratorlocals(loop.probes["generator"])
     assert (state["bestw"], state["bestb"], state["bestcost"]) == best
 
 
@@ -128,12 +128,12 @@ def test_bias_correction_counter_is_the_epoch_counter(workload_run):
     loop, _ = workload_run
     assert loop.steps_done == EPOCHS * 32
     # The seed's beta ** (t + 1): t + 1 is the epoch count, 32 times smaller than the updates.
-    assert loop.info["optimizer_step"]() == EPOCHS
+    assert loop.probes["optimizer_step"]() == EPOCHS
 
 
 def test_one_step_is_one_single_sample_update():
     loop = get("adam_handwritten").build(Params(steps=1, n=N, seed=SEED))
-    assert loop.info["optimizer_step"]() == 0 and loop.params() == {"w": 0.0, "b": 0.0}
+    assert loop.probes["optimizer_step"]() == 0 and loop.params() == {"w": 0.0, "b": 0.0}
     loop.run(1, [], time.perf_counter_ns)
     x, y = seed004.data(N, SEED)
     i = np.random.RandomState(SEED).randint(0, N, 32)[0]
@@ -141,7 +141,7 @@ def test_one_step_is_one_single_sample_update():
     g = grad(x[i], y[i], 0, 0, "w")
     w = -(1e-3 * g) / (math.sqrt(g * g) + 10e-8)
     assert loop.params()["w"] == pytest.approx(w, rel=1e-12)
-    assert loop.info["optimizer_step"]() == 1
+    assert loop.probes["optimizer_step"]() == 1
 
 
 def test_rejects_data_too_small_for_the_seeds_batch_period():

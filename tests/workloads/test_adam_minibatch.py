@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from workloads import adam_minibatch, get, seed004
-from workloads.base import Params
+from profiler.workloads import adam_minibatch, get, seed004
+from profiler.workloads.base import Params
 
 pytestmark = pytest.mark.tf
 SEED = 3
@@ -38,8 +38,8 @@ def test_first_step_of_the_workload_matches_keras():
     x, y = seed004.data(32, SEED)
     loop = get("adam_minibatch").build(Params(steps=1, n=32, seed=SEED))
     loop.run(1, [], time.perf_counter_ns)
-    assert sorted(loop.info["batch_indices"]()) == list(range(32))
-    assert loop.info["optimizer_step"]() == 1
+    assert sorted(loop.probes["batch_indices"]()) == list(range(32))
+    assert loop.probes["optimizer_step"]() == 1
     got = loop.params()
     # From w = b = 0 the weights are the update itself; Keras's default dtype is float32.
     for dtype in ("float32", "float64"):
@@ -77,11 +77,11 @@ def test_epochs_are_permutations_and_the_counter_counts_updates():
         seen = []
         for _ in range(3):
             loop.run(1, [], time.perf_counter_ns)
-            seen.extend(loop.info["batch_indices"]())
+            seen.extend(loop.probes["batch_indices"]())
         epochs.append(seen)
     assert sorted(epochs[0]) == sorted(epochs[1]) == list(range(n))
     assert epochs[0] != epochs[1]  # reshuffled
-    assert loop.info["optimizer_step"]() == 6
+    assert loop.probes["optimizer_step"]() == 6
 
 
 def test_short_last_batch_as_keras():
@@ -90,5 +90,5 @@ def test_short_last_batch_as_keras():
     sizes = []
     for _ in range(3):
         loop.run(1, [], time.perf_counter_ns)
-        sizes.append(len(loop.info["batch_indices"]()))
+        sizes.append(len(loop.probes["batch_indices"]()))
     assert sizes == [32, 32, 6]

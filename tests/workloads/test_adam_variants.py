@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
-import workloads
-from workloads import adam_handwritten, get, seed004
-from workloads.base import Params
+from profiler import workloads
+from profiler.workloads import adam_handwritten, get, seed004
+from profiler.workloads.base import Params
 
 SEED = 5
 VARIANTS = {
@@ -54,7 +54,7 @@ def test_fresh_batch_draws_a_new_batch_every_epoch_and_nothing_else_changes():
     seen = []
     for _ in range(4):
         loop.run(32, [], time.perf_counter_ns)
-        seen.append(loop.info["batch_indices"]().copy())
+        seen.append(loop.probes["batch_indices"]().copy())
     # The seed's own draws, one per epoch instead of one per 129 epochs.
     for got, want in zip(seen, draws(4160, SEED, 4), strict=True):
         assert np.array_equal(got, want)
@@ -69,22 +69,22 @@ def test_global_step_keys_the_bias_correction_to_updates():
     for k in (1, 2, 33):
         loop.run(k - loop.steps_done, [], time.perf_counter_ns)
         seed.run(k - seed.steps_done, [], time.perf_counter_ns)
-        assert loop.info["optimizer_step"]() == k
-        assert seed.info["optimizer_step"]() == 1 + (k - 1) // 32
+        assert loop.probes["optimizer_step"]() == k
+        assert seed.probes["optimizer_step"]() == 1 + (k - 1) // 32
         if k == 1:  # the first update's counter is 1 in both: the same step
             assert loop.params() == seed.params()
         else:
             assert loop.params() != seed.params()
     # The same batch draws as the seed: only the counter differs.
-    assert np.array_equal(loop.info["batch_indices"](), seed.info["batch_indices"]())
+    assert np.array_equal(loop.probes["batch_indices"](), seed.probes["batch_indices"]())
 
 
 def test_mean_batch_makes_one_update_per_epoch_on_the_batch_mean():
     x, y = seed004.data(4160, SEED)
     loop = run("adam_meanbatch", 1)
     arr = draws(4160, SEED, 1)[0]
-    assert np.array_equal(loop.info["batch_indices"](), arr)
-    assert loop.info["optimizer_step"]() == 1
+    assert np.array_equal(loop.probes["batch_indices"](), arr)
+    assert loop.probes["optimizer_step"]() == 1
     # First update from w = b = 0: m_hat = g, v_hat = g^2, so each step is ~alpha * sign(g);
     # b's gradient is taken at the new w, as in the seed's loop.
     a, eps = adam_handwritten.ALPHA, adam_handwritten.EPSILON
@@ -97,21 +97,21 @@ def test_mean_batch_makes_one_update_per_epoch_on_the_batch_mean():
     work = loop.work
     assert (work.samples_per_step, work.updates_per_step, work.steps_per_epoch) == (32, 1, 1)
     # The stale batch is kept: the same array for 129 epochs, then a new draw.
-    first = loop.info["batch_indices"]()
+    first = loop.probes["batch_indices"]()
     loop.run(128, [], time.perf_counter_ns)
-    assert loop.info["batch_indices"]() is first
+    assert loop.probes["batch_indices"]() is first
     loop.run(1, [], time.perf_counter_ns)
-    assert np.array_equal(loop.info["batch_indices"](), draws(4160, SEED, 2)[1])
-    assert loop.info["optimizer_step"]() == 130
+    assert np.array_equal(loop.probes["batch_indices"](), draws(4160, SEED, 2)[1])
+    assert loop.probes["optimizer_step"]() == 130
 
 
 def test_the_default_loop_reads_the_counter_it_used():
     loop = run("adam_handwritten", 0)
-    assert loop.info["optimizer_step"]() == 0
-    state = inspect.getgeneratorlocals(loop.info["generator"])
+    assert loop.probes["optimizer_step"]() == 0
+    state = inspect.getgeneratorlocals(loop.probes["generator"])
     assert "tc" not in state  # not started: no counter yet
     loop.run(65, [], time.perf_counter_ns)
-    assert loop.info["optimizer_step"]() == 3  # the third epoch's first update
+    assert loop.probes["optimizer_step"]() == 3  # the third epoch's first update
 
 
 @pytest.mark.tf
@@ -122,6 +122,6 @@ def test_keras_zero_init_starts_where_the_handwritten_loop_does():
     assert zero.params() == {"w": 0.0, "b": 0.0}
     assert zero.loss() == hand.loss()
     assert glorot.params()["w"] != 0.0 and glorot.params()["b"] == 0.0
-    assert (zero.info["initializer"], glorot.info["initializer"]) == ("zeros", "glorot_uniform")
+    assert (zero.probes["initializer"], glorot.probes["initializer"]) == ("zeros", "glorot_uniform")
     zero.run(1, [], time.perf_counter_ns)  # one epoch of fit
-    assert zero.info["optimizer_step"]() == 130 and zero.loss() < hand.loss()
+    assert zero.probes["optimizer_step"]() == 130 and zero.loss() < hand.loss()

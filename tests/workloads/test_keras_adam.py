@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from workloads import get, keras_adam
-from workloads.base import Params
+from profiler.workloads import get, keras_adam
+from profiler.workloads.base import Params
 
 pytestmark = pytest.mark.tf
 
@@ -23,14 +23,14 @@ def loop():
 def test_run_covers_whole_epochs_with_one_mark_per_batch(loop):
     assert loop.work.steps_per_epoch == 130
     first = loop.steps_done
-    it0 = loop.info["optimizer_step"]()
+    it0 = loop.probes["optimizer_step"]()
     marks = [time.perf_counter_ns()]
     loop.run(5, marks, time.perf_counter_ns)
     # Asked for 5 steps, ran the epoch they begin: 130 batches, each one Adam update.
     assert len(marks) == 1 + 130
     assert all(a < b for a, b in itertools.pairwise(marks))
     assert loop.steps_done == first + 130
-    assert loop.info["optimizer_step"]() == it0 + 130
+    assert loop.probes["optimizer_step"]() == it0 + 130
     marks = [time.perf_counter_ns()]
     loop.run(131, marks, time.perf_counter_ns)
     assert len(marks) == 1 + 260 and loop.steps_done == first + 390
@@ -62,6 +62,6 @@ def test_loss_falls_from_the_initial_weights():
 
 def test_callback_cost_is_measured_and_small(loop):
     cost = keras_adam.measure_callback_cost(loop, n=2000, repeats=3)
-    assert loop.info["callback_cost_ns"] == cost
+    assert loop.probes["callback_cost_ns"] == cost
     # Two extra Python calls and an append: well under a per-batch step of ~700 µs.
     assert 0 <= cost < 20_000

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from workloads import get
-from workloads.base import Loop, Params
+from profiler.workloads import get
+from profiler.workloads.base import Loop, Params
 
 pytestmark = pytest.mark.tf
 
@@ -42,7 +42,7 @@ class RunSpy:
 
     def __init__(self, loop: Loop, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[tuple[Any, Any]] = []
-        sess = loop.info["session"]
+        sess = loop.info.session
         real = sess.run
 
         def run(fetches: Any, feed_dict: Any = None, **kwargs: Any) -> Any:
@@ -98,7 +98,7 @@ def test_f32feed_feeds_float32_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_nofeed_has_no_placeholder_and_feeds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     loop = build("tf1_gd_nofeed")
-    ops = loop.info["graph"].get_operations()
+    ops = loop.info.graph.get_operations()
     assert not [op for op in ops if op.type == "Placeholder"]
     assert {op.name for op in ops if op.type == "Const"} >= {"tf_x_data", "tf_y_data"}
     spy = RunSpy(loop, monkeypatch)
@@ -116,7 +116,7 @@ def test_trainonly_fetches_only_the_train_op(monkeypatch: pytest.MonkeyPatch) ->
     fetches, feed = spy.calls[-1]
     assert isinstance(fetches, tf.Operation) and fetches.type == "NoOp"
     assert [v.dtype.name for v in feed.values()] == ["float64", "float64"]
-    assert loop.info["fetches"] == 1
+    assert loop.info.fetches == 1
 
 
 def test_whileloop_runs_k_steps_per_session_run(
@@ -141,7 +141,7 @@ def test_function_loop_runs_k_steps_per_call(reference: dict[int, dict[str, floa
     assert loop.params()["W"] == pytest.approx(reference[7]["W"], rel=1e-6)
     loop.run(3, [], time.perf_counter_ns)
     # One trace: the loop is a graph while loop, not retraced per call.
-    assert loop.info["function"].experimental_get_tracing_count() == 1
+    assert loop.info.function.experimental_get_tracing_count() == 1
 
 
 def test_function_step_traces_once_and_runs_one_step_per_call(
@@ -151,14 +151,14 @@ def test_function_step_traces_once_and_runs_one_step_per_call(
     assert loop.work.units_per_step == 1
     loop.run(7, [], time.perf_counter_ns)
     assert loop.params()["W"] == pytest.approx(reference[7]["W"], rel=1e-6)
-    assert loop.info["function"].experimental_get_tracing_count() == 1
+    assert loop.info.function.experimental_get_tracing_count() == 1
 
 
 def test_eager_step_is_not_a_function() -> None:
     import tensorflow as tf
 
     loop = build("tf2_eager_gd")
-    assert loop.info["mode"] == "eager"
+    assert loop.info.mode == "eager"
     assert tf.executing_eagerly()
     # A plain bound method: every op runs eagerly, nothing is traced.
     assert not hasattr(loop.step, "experimental_get_tracing_count")

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-import workloads
+from profiler import workloads
+from profiler.workloads import get
 from tests.conftest import python_env
-from workloads import get
 
 SUITE = [
     "numpy_gd",

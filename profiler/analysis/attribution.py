@@ -1,0 +1,433 @@
+"""Attribution: every nanosecond of every timed step gets a named cause.
+
+Place in the pipeline: pure analysis of one ``WorkloadTrace`` (no I/O, no printing). The timed
+window (markers only) is the truth for wall time; the instrumented phases tell what a step is
+made of. This module combines them into the composition of a *typical step* and applies it to
+every timed step, in integer nanoseconds, so each step's categories sum to its wall time exactly.
+
+Sources, best first, per part of a step:
+
+* **hooks** (TF1 ``session.run``, TF2 ``tf.function`` call path): a partition of the hooks phase's
+  steps into timed parts (feed conversion, fetch set-up, the native call, ...). The native call
+  enters as an absolute time (the hooks do not slow native code); the Python-side parts, which
+  the hooks do slow, enter as shares: less the hooks' own measured cost, each part's share of
+  the Python side is applied to the timed step less the native call.
+* **kernels** (framework phase): the union of kernel intervals per step splits a native call
+  into ``compute`` and ``dispatch``. TensorFlow's steady-state capture records only the kernels
+  it deems expensive, so for TF1 the ops that only ``step_stats`` (FULL_TRACE) saw are added at
+  their ``step_stats`` time; data-pipeline ops (tf.data iterator kernels) count as ``feed_fetch``.
+* **samples** (sampled phase): the shares of main-thread samples per category (rules in
+  ``profiler.analysis.stacks``) applied to the timed step; temporary native labels are resolved into
+  ``compute`` (kernel time) and ``dispatch`` (the rest). Samples in the toolkit's own code are
+  left out (their cost is measured separately as the marker cost).
+
+The typical step is the mean of the timed steps between the window's 10th and 90th percentiles
+(the *reference*). If the sources explain less than the reference, the rest is ``other``; if they
+explain more (they were measured in other windows of a noisy machine), they are scaled down to
+it and a note says by how much. Each timed step then gets the composition: a step at least as
+long as the explained total keeps every explained part and puts its excess in ``other`` (a GC
+pause, a slow step: what no source explains); a shorter one gets the parts scaled to it.
+
+Named parts of categories (used by the experiments' predictions): ``feed_fetch.feed`` (feed
+conversion and handling), ``feed_fetch.cast`` (the dtype cast inside it), ``feed_fetch.fetch``
+(fetch-handler set-up and result building), ``feed_fetch.fetch_value`` (one fetched value's
+share of that), ``dispatch.per_call`` (the session/function call machinery outside the executor)
+and ``dispatch.per_op`` (the executor's or eager runtime's per-op work between kernels).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from profiler.analysis import sampling
+from profiler.model import CATEGORIES, OK, WorkloadTrace
+from profiler.model.records import (
+    ATTRIBUTION_PARTS,
+    FrameworkData,
+    HookParts,
+    HooksData,
+    SampledData,
+)
+
+COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING, OTHER = CATEGORIES
+EXPLAINED = (COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING)
+
+#: Kernel names of the input pipeline: their time is feeding data, not arithmetic.
+DATA_OPS = re.compile(r"Iterator|Optional(HasValue|GetValue|None|FromValue)|Prefetch|Shuffle")
+
+
+class ConservationError(ArithmeticError):
+    """A step's categories do not sum to its wall time (a bug, never a rounding matter)."""
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """The attribution of one workload's timed steps.
+
+    Attributes:
+        workload: the workload's name.
+        method: the sources combined (``hooks+kernels+samples``, ``samples+kernels``, ...).
+        reference_ns: the typical step's wall time (per training step).
+        typical: ns per category of the typical step; sums to ``reference_ns`` exactly.
+        parts: ns of named parts (``feed_fetch.feed``) of the typical step.
+        sources: per category, the sources it came from and how inflation was corrected.
+        steps: per timed unit, ns per category in ``CATEGORIES`` order (per *unit*: a unit of
+            k training steps is split as a whole); each row sums to that unit's wall time.
+        units_per_step: training steps per unit (divide a row by it for per-step figures).
+        notes: anything a reader must know (scaling, bounds, what could not be resolved).
+    """
+
+    workload: str
+    method: str
+    reference_ns: int
+    typical: dict[str, int]
+    parts: dict[str, int]
+    sources: dict[str, list[str]]
+    steps: tuple[tuple[int, ...], ...]
+    units_per_step: int = 1
+    notes: list[str] = field(default_factory=list)
+
+    def share(self, category: str) -> float:
+        return self.typical[category] / self.reference_ns if self.reference_ns else 0.0
+
+    @property
+    def overhead_share(self) -> float:
+        """Everything but ``compute``, as a share of the typical step."""
+        return 1.0 - self.share(COMPUTE)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def central_mean(values: list[int] | tuple[int, ...]) -> int:
+    """Mean of the values between the 10th and 90th percentiles (inclusive), as an integer."""
+    ordered = sorted(values)
+    n = len(ordered)
+    lo, hi = n // 10, n - n // 10
+    middle = ordered[lo:hi] or ordered
+    return sum(middle) // len(middle)
+
+
+@dataclass
+class _Builder:
+    """Accumulates ns per category and per part, with the sources of each."""
+
+    ns: dict[str, float] = field(default_factory=lambda: dict.fromkeys(EXPLAINED, 0.0))
+    parts: dict[str, float] = field(default_factory=dict)
+    sources: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    unresolved: float = 0.0
+
+    def add(self, category: str, ns: float, source: str, part: str = "") -> None:
+        if ns <= 0:
+            return
+        self.ns[category] += ns
+        if part:
+            key = f"{category}.{part}"
+            self.parts[key] = self.parts.get(key, 0.0) + ns
+        srcs = self.sources.setdefault(category, [])
+        if source not in srcs:
+            srcs.append(source)
+
+
+# --- kernel time -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """Kernel and executor time per training step from the framework phase."""
+
+    compute_ns: float
+    data_ns: float
+    executor_ns: float
+    source: str
+
+
+def kernels(trace: WorkloadTrace) -> Kernels | None:
+    """Per-step kernel time from the framework capture, completed by step_stats for TF1."""
+    fw: FrameworkData | None = trace.data("framework")
+    if fw is None or fw.median_ns is None:
+        return None
+    k = trace.work.units_per_step
+    union = float(fw.median_ns.kernel_union_ns) / k
+    executor = float(fw.median_ns.executor_ns) / k
+    source = "kernels: union of kernel events per step in the framework capture"
+    xtable = fw.xplane_op_table or fw.op_table
+    data_ns = 0.0
+    if xtable is not None and xtable.source == "xplane" and xtable.steps:
+        data_ns = sum(r.total_ns for r in xtable.rows if DATA_OPS.search(r.kernel)) / (
+            xtable.steps * k
+        )
+    extra = 0.0
+    stats_table = fw.op_table
+    if stats_table is not None and stats_table.source == "step_stats" and fw.xplane_op_table:
+        seen = fw.xplane_op_table.names()
+        steps = max(stats_table.steps * k, 1)
+        extra = (
+            sum(r.total_ns for r in stats_table.rows if r.op not in seen and r.kernel not in seen)
+            / steps
+        )
+        if extra:
+            source += (
+                f"; + {extra / 1e3:.1f} µs of ops the capture does not trace, at their "
+                "step_stats (FULL_TRACE) time"
+            )
+    compute = max(union + extra - data_ns, 0.0)
+    return Kernels(compute, data_ns, executor, source)
+
+
+# --- the sources -----------------------------------------------------------------------------
+
+
+def _hooks_composition(
+    trace: WorkloadTrace, b: _Builder, kern: Kernels | None, reference: int
+) -> float | None:
+    """Add the hooks phase's partition to ``b``; returns the native call's ns, or None.
+
+    The native call enters as an absolute time (the hooks do not slow native code). The
+    Python-side parts, which the hooks do slow, enter as shares: less the hooks' measured cost,
+    each part's share of the Python side is applied to the timed step less the native call.
+    Drift between the hooks window and the timed window so lands in proportion, and a note
+    says how large it was.
+    """
+    data: HooksData | None = trace.data("hooks")
+    if data is None or not data.partition or not data.central_mean_ns:
+        return None
+    cats = data.categories
+    k = trace.work.units_per_step
+    mean = {p: data.central_mean_ns.get(p, 0) / k for p in data.partition}
+    native = mean.get(HookParts.NATIVE, 0.0)
+    python_side = {p: v for p, v in mean.items() if p != HookParts.NATIVE}
+    side_total = sum(python_side.values())
+    cost = data.self_cost.per_step_ns / k
+    corrected = max(side_total - cost, 0.0)
+    if native > reference:
+        b.notes.append(
+            f"the native call ({native / 1e3:.1f} µs) exceeds the timed step "
+            f"({reference / 1e3:.1f} µs): capped at it"
+        )
+        native = float(reference)
+    budget = reference - native
+    drift = (native + corrected) / reference - 1 if reference else 0.0
+    if abs(drift) > 0.05:
+        b.notes.append(
+            f"the hooks window's steps, less the hooks' cost, were {abs(drift):.0%} "
+            f"{'slower' if drift > 0 else 'faster'} than the timed window's (machine drift "
+            "between windows): the Python side is split by its shares"
+        )
+    correction = (
+        f"hooks: Python-side parts as shares (their hooks' measured cost, {cost / 1e3:.1f} "
+        "µs/step, removed first) of the timed step less the native call"
+    )
+    keep = corrected / side_total if side_total > 0 else 0.0
+    python_side = {
+        p: v * keep * (budget / corrected if corrected > 0 else 0.0) for p, v in python_side.items()
+    }
+    P = HookParts
+    feeds = python_side.get(P.FEED_CONVERT, 0.0) + python_side.get(P.FEED_OTHER, 0.0)
+    cast = float(data.feed_cast.cast_ns if data.feed_cast else 0) / k
+    fetches = max(data.loop_info.fetches or 1, 1)
+    for part, ns in python_side.items():
+        b.add(cats.get(part, PYTHON), ns, correction, ATTRIBUTION_PARTS.get(part, ""))
+    if feeds:
+        b.parts["feed_fetch.cast"] = min(cast, python_side.get(P.FEED_CONVERT, 0.0))
+    if P.BUILD_RESULTS in python_side:
+        # One fetched value costs its result building and its share of the handler's set-up.
+        b.parts["feed_fetch.fetch_value"] = (
+            python_side.get(P.BUILD_RESULTS, 0.0) + python_side.get(P.FETCH_SETUP, 0.0) / fetches
+        )
+    _split_native(native, kern, b, "hooks: the native call, absolute")
+    return native
+
+
+def _split_native(native: float, kern: Kernels | None, b: _Builder, source: str) -> None:
+    """Split time inside a native framework call into compute, data ops and dispatch."""
+    if native <= 0:
+        return
+    if kern is None:
+        b.unresolved += native
+        b.notes.append(
+            f"{native / 1e3:.1f} µs/step inside the native framework call could not be split "
+            "into kernels and dispatch (no framework capture); counted as other"
+        )
+        return
+    compute = min(kern.compute_ns, native)
+    data = min(kern.data_ns, native - compute)
+    rest = native - compute - data
+    b.add(COMPUTE, compute, kern.source)
+    b.add(FEED_FETCH, data, "kernels: tf.data iterator ops in the capture", "data_ops")
+    per_op = min(max(kern.executor_ns - compute - data, 0.0), rest) if kern.executor_ns else 0.0
+    b.add(DISPATCH, per_op, f"{source}, less kernels; executor time from the capture", "per_op")
+    if kern.executor_ns:
+        b.add(DISPATCH, rest - per_op, f"{source}, less the executor's time", "per_call")
+    else:
+        b.add(DISPATCH, rest, f"{source}, less kernel time", "per_op")
+
+
+def _samples(trace: WorkloadTrace, analysed: sampling.Analysis | None) -> dict[str, int] | None:
+    rec = trace.phase("sampled")
+    if rec is None or rec.status != OK or not rec.samples:
+        return None
+    if analysed is None:
+        analysed = sampling.analyse(rec.samples, top=0)
+    counts = dict(analysed.by_label)
+    counts.pop("instrumentation", None)
+    return counts if sum(counts.values()) else None
+
+
+def _samples_composition(
+    trace: WorkloadTrace, b: _Builder, kern: Kernels | None, reference: int, counts: dict[str, int]
+) -> None:
+    """Shares of samples applied to the reference step (the sampled phase's inflation cancels)."""
+    total = sum(counts.values())
+    sampled: SampledData | None = trace.data("sampled")
+    rate = sampled.rate_hz if sampled is not None else None
+    source = f"samples: {total} main-thread samples at {rate} Hz, shares of the timed step"
+    native = 0.0
+    for label, n in counts.items():
+        ns = reference * n / total
+        if label in CATEGORIES:
+            if label == OTHER:
+                b.unresolved += ns
+                continue
+            part = "per_op" if label == DISPATCH else ""
+            b.add(label, ns, source, part)
+        else:  # a temporary native label
+            native += ns
+    _split_native(native, kern, b, "samples inside the native call")
+
+
+def _refine_outside(counts: dict[str, int] | None, b: _Builder, reference: int) -> None:
+    """Move data-loading and tracing found by samples out of the hooks' 'outside the call' time.
+
+    The TF2 call-path hooks see only the function call; what Keras does around it (the data
+    adapter, the epoch iterator, callbacks) is one Python part. Samples say which of it is
+    feeding data (``feed_fetch``) or tracing.
+    """
+    if not counts:
+        return
+    total = sum(counts.values())
+    for category in (FEED_FETCH, TRACING):
+        want = reference * counts.get(category, 0) / total
+        move = min(want, b.ns[PYTHON])
+        if move > 0:
+            b.ns[PYTHON] -= move
+            b.add(category, move, "samples: share of the step in data loading/tracing Python")
+
+
+# --- the attribution -------------------------------------------------------------------------
+
+
+def attribute(trace: WorkloadTrace, samples: sampling.Analysis | None = None) -> Attribution | None:
+    """Attribute every timed step of ``trace``; None if it has no timed window.
+
+    ``samples`` is the sampled phase's analysis when the caller has it already.
+    """
+    timed = trace.phase("timed")
+    if timed is None or timed.window is None or timed.window.n_steps == 0:
+        return None
+    k = trace.work.units_per_step
+    units = timed.window.durations_ns()
+    reference = central_mean([u // k for u in units])
+    b = _Builder()
+    kern = kernels(trace)
+    counts = _samples(trace, samples)
+    methods = []
+    native = _hooks_composition(trace, b, kern, reference)
+    if native is not None:
+        methods.append("hooks")
+        if kern is not None:
+            methods.append("kernels")
+        hooks: HooksData | None = trace.data("hooks")
+        if hooks is not None and hooks.outside == HookParts.OUTSIDE_CALL:
+            _refine_outside(counts, b, reference)
+            if counts:
+                methods.append("samples")
+    elif counts is not None:
+        methods.append("samples")
+        if kern is not None:
+            methods.append("kernels")
+        _samples_composition(trace, b, kern, reference, counts)
+    else:
+        b.notes.append(
+            "no hooks or samples for this workload: the whole step is other "
+            "(run the sampled or hooks phase to attribute it)"
+        )
+    typical, parts = _settle(b, reference)
+    steps = tuple(_split_step(u, typical, reference * k, k) for u in units)
+    for row, u in zip(steps, units, strict=True):
+        if sum(row) != u or min(row) < 0:
+            raise ConservationError(f"{trace.workload}: {row} does not sum to {u}")
+    return Attribution(
+        workload=trace.workload,
+        method="+".join(methods) or "none",
+        reference_ns=reference,
+        typical=typical,
+        parts=parts,
+        sources={c: v for c, v in b.sources.items()},
+        steps=steps,
+        units_per_step=k,
+        notes=b.notes,
+    )
+
+
+def _settle(b: _Builder, reference: int) -> tuple[dict[str, int], dict[str, int]]:
+    """Integer ns per category of the typical step, summing to ``reference`` exactly."""
+    explained = sum(b.ns.values())
+    scale = 1.0
+    if explained + b.unresolved > reference and explained > 0:
+        scale = max(reference - b.unresolved, 0.0) / explained
+    # Half a percent over is rounding between windows, not over-attribution worth a note.
+    if explained + b.unresolved > reference * 1.005 and explained > 0:
+        over = 100 * (explained + b.unresolved) / reference
+        b.notes.append(
+            f"the instrumented windows' steps add up to {over:.0f}% of the timed step "
+            "(machine drift between windows, or instrumentation cost not "
+            "measured); their composition is scaled to the timed step"
+        )
+    typical = {c: int(b.ns[c] * scale) for c in EXPLAINED}
+    if scale < 1.0:
+        # Scaled to fit: hand the ns lost to rounding to the largest remainders, so a fully
+        # explained step has no "other" made of truncation.
+        target = max(reference - int(b.unresolved), 0)
+        order = sorted(EXPLAINED, key=lambda c: -(b.ns[c] * scale - typical[c]))
+        for c in order[: max(target - sum(typical.values()), 0)]:
+            typical[c] += 1
+    typical[OTHER] = reference - sum(typical.values())
+    parts = {p: int(v * scale) for p, v in b.parts.items()}
+    return typical, parts
+
+
+def _split_step(unit_ns: int, typical: dict[str, int], ref_unit: int, k: int) -> tuple[int, ...]:
+    """One unit's ns per category (``CATEGORIES`` order), summing to ``unit_ns`` exactly."""
+    explained = [typical[c] * k for c in EXPLAINED]
+    total = sum(explained)
+    if unit_ns >= total:
+        row = [*explained, unit_ns - total]
+    else:
+        row = [e * unit_ns // total if total else 0 for e in explained]
+        row.append(unit_ns - sum(row))
+    return tuple(row)
+
+
+# --- figures for the summary and the experiments ----------------------------------------------
+
+
+def removal_ns(att: Attribution, keys: tuple[str, ...]) -> int:
+    """ns per training step a variant removing ``keys`` (categories or parts) should save."""
+    whole = {k for k in keys if "." not in k}
+    total = sum(att.typical.get(c, 0) for c in whole)
+    for key in keys:
+        if "." in key and key.split(".")[0] not in whole:
+            total += att.parts.get(key, 0)
+    return total
+
+
+def step_totals(att: Attribution) -> dict[str, int]:
+    """ns per category summed over every timed unit."""
+    totals = dict.fromkeys(CATEGORIES, 0)
+    for row in att.steps:
+        for c, v in zip(CATEGORIES, row, strict=True):
+            totals[c] += v
+    return totals

@@ -1,0 +1,326 @@
+"""Experiments: counterfactual pairs and a problem-size sweep that test the attribution.
+
+Place in the pipeline: a measurement process of its own (``profiler.capture.experiments``)
+builds the loops of every pair and every sweep size in ONE process and times them in
+alternating blocks, so machine drift hits both sides alike; the analysis here is pure.
+
+A pair declares, in code and before anything is measured, which categories (or named parts of
+them) its variant removes from the baseline's step. The attribution of the baseline then
+*predicts* the saving (the sum of those parts); the experiment *measures* it (baseline median
+minus variant median, per training step). Their difference is the prediction's error; a saving
+smaller than the run's resolution is reported as below resolution, not as a number.
+
+The sweep times chosen workloads at several problem sizes and fits step time = a + b·n over a
+bounded range (numpy bends past the cache, so the fit uses the range where a line holds),
+giving the fixed per-step overhead ``a``, the per-sample cost ``b`` and the crossover size, if
+any, where TensorFlow overtakes numpy.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from profiler.clock import Clock
+from profiler.model import median_ns
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What a variant removes: a whole category, or one named part of it."""
+
+    category: str
+    part: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.category}.{self.part}" if self.part else self.category
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A counterfactual pair: ``variant`` differs from ``baseline`` in exactly one respect.
+
+    ``id`` keys the pair everywhere (its measured saving is the fact ``<id>_saving_us``);
+    ``name`` is what people read. The declared pairs are the case study's
+    (``profiler.workloads.casestudy.PAIRS``).
+    """
+
+    id: str
+    name: str
+    baseline: str
+    variant: str
+    removes: tuple[Removal, ...]
+    claim: str
+
+
+# --- measurement (runs in the experiments process) -------------------------------------------
+
+
+Runner = Callable[[int, list[int], Clock], None]
+
+
+def block_medians(
+    runners: Sequence[Runner],
+    units_per_step: Sequence[int],
+    *,
+    blocks: int,
+    steps_per_block: Sequence[int],
+    clock: Clock,
+) -> list[list[int]]:
+    """Time each runner in alternating blocks (A B A B ... ; A B C A B C ... for more).
+
+    Returns, per runner, every step's duration in ns per *training* step (a unit's time divided
+    by its units per step). The order alternates so slow drift of the machine lands on all sides.
+    """
+    out: list[list[int]] = [[] for _ in runners]
+    for b in range(blocks):
+        order = range(len(runners)) if b % 2 == 0 else reversed(range(len(runners)))
+        for i in order:
+            marks = [clock()]
+            runners[i](steps_per_block[i], marks, clock)
+            k = units_per_step[i]
+            out[i].extend((marks[j + 1] - marks[j]) // k for j in range(len(marks) - 1))
+    return out
+
+
+# --- analysis (pure) -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A measured saving: baseline and variant medians per training step, and the resolution."""
+
+    baseline_ns: int
+    variant_ns: int
+    resolution_ns: int
+
+    @property
+    def saving_ns(self) -> int:
+        return self.baseline_ns - self.variant_ns
+
+
+def resolution_ns(a: Sequence[int], b: Sequence[int], blocks: int = 1) -> int:
+    """The smallest saving this measurement can tell from noise.
+
+    Twice the median absolute deviation of each side's steps, scaled by 1.4826 to a standard
+    deviation and divided by the square root of the step count (the medians' standard error),
+    combined in quadrature: a difference below it is not resolved.
+    """
+
+    def se(xs: Sequence[int]) -> float:
+        m = statistics.median(xs)
+        mad = statistics.median(abs(x - m) for x in xs) * 1.4826
+        return 1.2533 * mad / max(len(xs), 1) ** 0.5  # SE of a median ~ 1.2533 sigma / sqrt(n)
+
+    return int(2 * (se(a) ** 2 + se(b) ** 2) ** 0.5) + 1
+
+
+def measured(a_steps: Sequence[int], b_steps: Sequence[int]) -> Measured:
+    return Measured(
+        median_ns(list(a_steps)), median_ns(list(b_steps)), resolution_ns(a_steps, b_steps)
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Predicted against measured, with the tolerance the bench holds predictions to."""
+
+    predicted_ns: int
+    measured_ns: int
+    resolution_ns: int
+
+    @property
+    def error_ns(self) -> int:
+        return self.predicted_ns - self.measured_ns
+
+    @property
+    def relative_error(self) -> float | None:
+        return self.error_ns / self.measured_ns if self.measured_ns else None
+
+    @property
+    def below_resolution(self) -> bool:
+        return abs(self.measured_ns) < self.resolution_ns
+
+    def within(self, rel: float = 0.25, abs_ns: int = 3_000) -> bool:
+        """Within max(rel × measured, abs_ns) of the measurement (the project's goal)."""
+        return abs(self.error_ns) <= max(rel * abs(self.measured_ns), abs_ns)
+
+
+# --- size sweep ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LinearFit:
+    """step time = a + b·n over sizes [n_min, n_max]; ``max_rel_residual`` says how well."""
+
+    a_ns: float
+    b_ns: float
+    n_min: int
+    n_max: int
+    max_rel_residual: float
+
+    def at(self, n: float) -> float:
+        return self.a_ns + self.b_ns * n
+
+
+def theil_sen(ns: Sequence[float], ts: Sequence[float]) -> tuple[float, float]:
+    """Robust line through points: median of pairwise slopes, then median intercept."""
+    slopes = [
+        (ts[j] - ts[i]) / (ns[j] - ns[i])
+        for i in range(len(ns))
+        for j in range(i + 1, len(ns))
+        if ns[j] != ns[i]
+    ]
+    if not slopes:
+        raise ValueError("a line needs at least two distinct sizes")
+    b = statistics.median(slopes)
+    a = statistics.median(t - b * n for n, t in zip(ns, ts, strict=True))
+    return a, b
+
+
+def fit_bounded(
+    ns: Sequence[int], ts: Sequence[float], tolerance: float = 0.15, min_points: int = 3
+) -> LinearFit:
+    """Fit a + b·n over the widest range of sizes, from the smallest, where the line holds.
+
+    The range grows one size at a time while every point stays within ``tolerance`` (relative)
+    of the fitted line; numpy's per-sample cost rises past the cache, so its range stops there.
+    """
+    order = sorted(range(len(ns)), key=lambda i: ns[i])
+    xs = [float(ns[i]) for i in order]
+    ys = [float(ts[i]) for i in order]
+    best: LinearFit | None = None
+    for end in range(min(min_points, len(xs)), len(xs) + 1):
+        a, b = theil_sen(xs[:end], ys[:end])
+        resid = max(abs(y - (a + b * x)) / y for x, y in zip(xs[:end], ys[:end], strict=True))
+        fit = LinearFit(a, b, int(xs[0]), int(xs[end - 1]), resid)
+        if best is None or resid <= tolerance:
+            best = fit
+        if resid > tolerance:
+            break
+    if best is None:
+        raise ValueError("no sizes to fit")
+    return best
+
+
+def crossover(slow_fixed: LinearFit, fast_fixed: LinearFit) -> float | None:
+    """The size where ``slow_fixed`` (higher a, e.g. TensorFlow) becomes faster, if it ever does.
+
+    None when its per-sample cost is not lower (the lines never cross for n > 0).
+    """
+    db = fast_fixed.b_ns - slow_fixed.b_ns
+    if db <= 0:
+        return None
+    n = (slow_fixed.a_ns - fast_fixed.a_ns) / db
+    return n if n > 0 else None
+
+
+# --- summary section -------------------------------------------------------------------------
+
+#: Predicts a pair's saving (ns per training step) from the baseline's attribution:
+#: (baseline workload name, removal keys) -> ns, or None when no attribution exists.
+Predictor = Callable[[str, tuple[str, ...]], "int | None"]
+
+
+def summarize(
+    raw: dict,
+    pairs_declared: Sequence[Pair],
+    predict: Predictor | None = None,
+    crossing: tuple[str, str] | None = None,
+) -> dict:
+    """The ``experiments`` section of the summary from the experiments process's output.
+
+    Args:
+        raw: ``experiments.json`` as written by ``profiler.capture.experiments`` plus
+            ``status`` and ``error`` of the process.
+        pairs_declared: the pairs, as declared (their removals and claims).
+        predict: the attribution's prediction for a pair (None: predictions not available).
+        crossing: (higher fixed cost, lower fixed cost) sweep workloads whose crossover size
+            is computed, if both were swept.
+    """
+    declared = {p.id: p for p in pairs_declared}
+    pairs = []
+    for entry in raw.get("pairs", []):
+        pair = declared.get(entry.get("id", ""))
+        row: dict = {
+            "id": entry.get("id", ""),
+            "name": entry["name"],
+            "baseline": entry["baseline"],
+            "variant": entry["variant"],
+            "claim": pair.claim if pair else "",
+            "removes": [r.key for r in pair.removes] if pair else [],
+            "status": entry["status"],
+            "error": entry.get("error", ""),
+            "baseline_us": None,
+            "variant_us": None,
+            "measured_saving_us": None,
+            "resolution_us": None,
+            "below_resolution": None,
+            "predicted_saving_us": None,
+            "error_us": None,
+            "relative_error": None,
+            "within_goal": None,
+        }
+        if entry["status"] == "ok":
+            m = Measured(entry["baseline_ns"], entry["variant_ns"], entry["resolution_ns"])
+            row.update(
+                baseline_us=m.baseline_ns / 1e3,
+                variant_us=m.variant_ns / 1e3,
+                measured_saving_us=m.saving_ns / 1e3,
+                resolution_us=m.resolution_ns / 1e3,
+                below_resolution=abs(m.saving_ns) < m.resolution_ns,
+            )
+            predicted = predict(entry["baseline"], tuple(row["removes"])) if predict else None
+            if predicted is not None:
+                v = Verdict(predicted, m.saving_ns, m.resolution_ns)
+                row.update(
+                    predicted_saving_us=predicted / 1e3,
+                    error_us=v.error_ns / 1e3,
+                    relative_error=v.relative_error,
+                    within_goal=v.within(),
+                )
+        pairs.append(row)
+    sweep = {}
+    fits: dict[str, LinearFit] = {}
+    for name, entry in raw.get("sweep", {}).items():
+        item: dict = {
+            "status": entry["status"],
+            "error": entry.get("error", ""),
+            "sizes": entry.get("sizes", []),
+            "median_us": [t / 1e3 for t in entry.get("median_ns", [])],
+            "fit": None,
+        }
+        if entry["status"] == "ok" and len(entry.get("median_ns", [])) >= 2:
+            fit = fit_bounded(entry["sizes"], entry["median_ns"])
+            fits[name] = fit
+            item["fit"] = {
+                "a_us": fit.a_ns / 1e3,
+                "b_ns_per_sample": fit.b_ns,
+                "n_min": fit.n_min,
+                "n_max": fit.n_max,
+                "max_rel_residual": fit.max_rel_residual,
+            }
+        sweep[name] = item
+    cross = None
+    if crossing is not None and all(name in fits for name in crossing):
+        slow, fast = crossing
+        n = crossover(fits[slow], fits[fast])
+        cross = {
+            "slow_fixed": slow,
+            "fast_fixed": fast,
+            "n": n,
+            "note": (
+                f"{slow}'s per-sample cost is not lower than {fast}'s: the lines never cross"
+                if n is None
+                else f"above n ≈ {n:,.0f} {slow}'s step is the faster (extrapolated)"
+            ),
+        }
+    return {
+        "status": raw.get("status", "ok"),
+        "error": raw.get("error", ""),
+        "pairs": pairs,
+        "sweep": sweep,
+        "crossover": cross,
+    }

@@ -1,0 +1,138 @@
+"""Sampled stacks -> counts and shares by cause, top stacks, top lines. Pure: no I/O.
+
+Place in the pipeline: runs in the parent at summary time (``profiler.reports.summary``) on the
+sampled phase's record of a ``WorkloadTrace``; classification is ``profiler.analysis.stacks``. The
+attribution step reads ``category_counts`` and resolves the temporary labels
+(``rules.TEMPORARY_LABELS``) with kernel time from the framework trace.
+
+Which samples count:
+
+* **the main thread only.** The training loop runs there; TensorFlow's kernels run on native
+  threads py-spy does not see as Python threads, and other Python threads (a Keras or tf.data
+  helper) are not the step. Their sample counts are reported separately (``other_threads``).
+* **inside steps only.** A main-thread sample is inside a step when its stack passes through the
+  workload process's step driver (``rules.STEP_SCOPE``); the few taken while the phase attached
+  or stopped py-spy are counted as ``outside_steps`` and left out. A capture with no step driver
+  in any stack (a foreign script) is analysed whole, and says so.
+* ``instrumentation`` (the toolkit's own code inside a step) is counted and shown, and its share
+  is part of the total, as it is part of the sampled steps' time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from profiler.analysis import stacks as rules
+from profiler.capture.collectors.pyspy import MAIN_THREAD
+from profiler.model import CATEGORIES, Frame, Sample
+
+THREAD_POLICY = (
+    "main thread only, samples inside steps only; other threads' and out-of-step samples are "
+    "counted, not classified"
+)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What the samples of one capture say.
+
+    Attributes:
+        total: main-thread samples inside steps (the denominator of every share).
+        by_label: samples per label (categories, temporary labels, instrumentation).
+        by_rule: samples per deciding rule (an audit of the table).
+        outside_steps: main-thread samples outside steps (left out).
+        other_threads: samples per other thread (left out).
+        scoped: whether the step-driver filter applied (False: no stack had the driver).
+        top_stacks: (count, label, rule, frames from the step driver inward), most first.
+        top_lines: ((file, line, function), count, labels) of the innermost Python frame.
+    """
+
+    total: int
+    by_label: dict[str, int]
+    by_rule: dict[str, int]
+    outside_steps: int
+    other_threads: dict[str, int]
+    scoped: bool
+    top_stacks: list[tuple[int, str, str, tuple[Frame, ...]]] = field(default_factory=list)
+    top_lines: list[tuple[tuple[str, int, str], int, dict[str, int]]] = field(default_factory=list)
+
+
+def _from_driver(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
+    """The frames inside the step driver (the worker's own frames above it say nothing)."""
+    for i, f in enumerate(frames):
+        if rules.frame_fits(rules.STEP_SCOPE, f):
+            return frames[i + 1 :]
+    return frames
+
+
+def _leaf_python(frames: tuple[Frame, ...]) -> Frame | None:
+    return next((f for f in reversed(frames) if not f.native), None)
+
+
+def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
+    """Classify and count ``samples`` (see the module docstring for which ones count)."""
+    main = [s for s in samples if s.thread in (MAIN_THREAD, "")]
+    other: Counter[str] = Counter()
+    for s in samples:
+        if s.thread not in (MAIN_THREAD, ""):
+            other[s.thread] += s.count
+    scoped = any(rules.in_steps(s.frames) for s in main)
+    inside = [s for s in main if rules.in_steps(s.frames)] if scoped else main
+    outside = sum(s.count for s in main) - sum(s.count for s in inside)
+    by_label: Counter[str] = Counter()
+    by_rule: Counter[str] = Counter()
+    stacks: Counter[tuple[tuple[Frame, ...], str, str]] = Counter()
+    lines: Counter[tuple[str, int, str]] = Counter()
+    line_labels: dict[tuple[str, int, str], Counter[str]] = {}
+    for s in inside:
+        m = rules.match(s.frames)
+        by_label[m.label] += s.count
+        by_rule[m.rule] += s.count
+        stacks[(_from_driver(s.frames), m.label, m.rule)] += s.count
+        leaf = _leaf_python(s.frames)
+        if leaf is not None:
+            key = (leaf.file, leaf.line, leaf.function)
+            lines[key] += s.count
+            line_labels.setdefault(key, Counter())[m.label] += s.count
+    top_stacks = [
+        (n, label, rule, frames)
+        for (frames, label, rule), n in sorted(
+            stacks.items(), key=lambda kv: (-kv[1], [f.function for f in kv[0][0]])
+        )[:top]
+    ]
+    top_lines = [
+        (key, n, dict(line_labels[key].most_common()))
+        for key, n in sorted(lines.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    ]
+    return Analysis(
+        total=sum(s.count for s in inside),
+        by_label=dict(by_label),
+        by_rule=dict(by_rule.most_common()),
+        outside_steps=outside,
+        other_threads=dict(other.most_common()),
+        scoped=scoped,
+        top_stacks=top_stacks,
+        top_lines=top_lines,
+    )
+
+
+def category_counts(samples: Sequence[Sample]) -> dict[str, int]:
+    """Samples per label over the counted samples, every category present (0 if none)."""
+    counts = dict.fromkeys(CATEGORIES, 0)
+    counts.update(analyse(samples, top=0).by_label)
+    return counts
+
+
+def mean_ratio(phase_ns: Sequence[int], timed_ns: Sequence[int]) -> float | None:
+    """Mean step of a phase over the timed window's mean step.
+
+    py-spy pauses the process for each sample (hundreds of µs, more with ``--native``), so
+    only about one step in a hundred or more carries a pause: the median step (the summary's
+    ``inflation``) hides that cost, the mean shows it.
+    """
+    if not phase_ns or not timed_ns:
+        return None
+    timed_mean = sum(timed_ns) / len(timed_ns)
+    return (sum(phase_ns) / len(phase_ns)) / timed_mean if timed_mean > 0 else None

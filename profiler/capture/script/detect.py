@@ -1,0 +1,372 @@
+"""Where a script's steps come from, without changing the script.
+
+Place in the pipeline: installed by the script process (``profiler.capture.script.worker``) before
+the script runs; every detected step ends in ``StepDriver.boundary``
+(``profiler.capture.script.driver``).
+
+Automatic detection, patched in when the script imports the framework (``ImportWatcher``: a
+numpy script never pays TensorFlow's ~2 s import):
+
+* TF1: each outermost ``BaseSession.run`` call is a step (the first, e.g. the variables'
+  initialiser, lands in the warm-up);
+* TF2: each outermost ``tf.function`` call (``Function.__call__``);
+* Keras: each ``fit`` batch (a callback injected into ``fit``); calls made inside ``fit``,
+  ``evaluate`` and ``predict`` are not steps.
+
+"Outermost" is ``StepDriver.block``: a detected call, a marked step or a ``fit`` raises it, and
+calls made while it is up are part of the step in progress. Only calls on the script's own
+thread are steps (``StepDriver.main``). Explicit marks win over automatic detection: with
+``--step-function`` or ``--step-line`` the block is raised for good before the script starts,
+and the first ``profiler.step()`` raises it (``profiler.markers``); the automatic detectors then
+only record what they see (the session, the model), which the phases need.
+
+Every step runs inside the current phase's step wrapper (``StepDriver.open_wrap``, e.g. the
+framework phase's ``Trace("train", step_num=i)``), entered as its call starts.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from profiler.capture.script.driver import StepDriver
+
+_SESSION = "tensorflow.python.client.session"
+_FUNCTION = "tensorflow.python.eager.polymorphic_function.polymorphic_function"
+_KERAS_TRAINER = "keras.src.backend.tensorflow.trainer"
+
+
+def wrap_call(fn: Callable[..., Any], driver: StepDriver, source: str) -> Callable[..., Any]:
+    """``fn`` such that each outermost call is one step (for step functions and tf.function)."""
+    d = driver
+    counter = d.detector(source)
+    ident, main = threading.get_ident, d.main
+
+    @functools.wraps(fn)
+    def step(*args: Any, **kwargs: Any) -> Any:
+        if d.block or ident() != main:
+            counter.calls += 1
+            return fn(*args, **kwargs)
+        if not d.started:
+            d.begin()
+        d.block += 1
+        d.open_wrap()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            d.block -= 1
+            counter.steps += 1
+            d.boundary()
+
+    return step
+
+
+def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
+    """``BaseSession.run`` such that each outermost call is one step; remembers the session
+    and its last call (the framework phase's FULL_TRACE steps and the hooks phase need them)."""
+    d = driver
+    counter = d.detector("tf1_session")
+    facts = d.facts
+    ident, main = threading.get_ident, d.main
+
+    @functools.wraps(run)
+    def session_run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if facts.session is None:
+            facts.session = self
+        if d.block or ident() != main:
+            counter.calls += 1
+            return run(self, *args, **kwargs)
+        if not d.started:
+            d.begin()
+        facts.session_call = (args, kwargs)
+        d.block += 1
+        d.open_wrap()
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            d.block -= 1
+            counter.steps += 1
+            d.boundary()
+
+    return session_run
+
+
+def _blocked(fn: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
+    """``fn`` such that nothing it calls is a step (Keras ``evaluate``/``predict``)."""
+    d = driver
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        d.block += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            d.block -= 1
+
+    return call
+
+
+#: ``Model.fit``'s positional index of ``callbacks`` (Keras 3).
+_FIT_CALLBACKS = 5
+_FIT_BATCH_SIZE = 2
+
+
+def keras_marks(driver: StepDriver) -> tuple[Callable[[], None], Callable[[], None]]:
+    """What ``fit``'s injected callback does per batch: (at its start, at its end)."""
+    d = driver
+    counter = d.detector("keras_fit")
+
+    def begin() -> None:
+        if not d.started:
+            d.begin()
+        d.open_wrap()
+
+    def end() -> None:
+        counter.steps += 1
+        d.boundary()
+
+    return begin, end
+
+
+def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
+    """``Model.fit`` with a callback that makes each training batch one step."""
+    d = driver
+    facts = d.facts
+    ident, main = threading.get_ident, d.main
+
+    @functools.cache
+    def marks_class() -> type:
+        # Defined at the first fit: when the trainer module is patched, keras is still being
+        # imported and has no ``callbacks`` yet.
+        import keras
+
+        class StepMarks(keras.callbacks.Callback):  # type: ignore[misc]
+            """Marks each batch: the phase's wrapper entered at its start, a boundary at its end."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.begin, self.end = keras_marks(d)
+
+            def on_train_begin(self, logs: Any = None) -> None:
+                if not facts.fit.get("steps_per_epoch"):
+                    facts.fit["steps_per_epoch"] = (self.params or {}).get("steps")
+
+            def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+                self.begin()
+
+            def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+                self.end()
+
+        return StepMarks
+
+    def inject(kwargs: dict[str, Any], marks: Any) -> bool:
+        given = kwargs.get("callbacks")
+        if given is not None and not isinstance(given, (list, tuple)):
+            facts.notes.append("fit(callbacks=...) is not a list: its batches are not steps")
+            return False
+        kwargs["callbacks"] = [*(given or ()), marks]
+        return True
+
+    @functools.wraps(fit)
+    def marked_fit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if facts.model is None:
+            facts.model = self
+        if d.block or ident() != main:
+            return fit(self, *args, **kwargs)
+        marks = marks_class()()
+        if len(args) > _FIT_CALLBACKS:
+            # callbacks passed by position: move it (and what follows) to keywords
+            names = _fit_parameters(fit)[: len(args)]
+            kwargs.update(zip(names[_FIT_CALLBACKS:], args[_FIT_CALLBACKS:], strict=True))
+            args = args[:_FIT_CALLBACKS]
+        if not inject(kwargs, marks):
+            return fit(self, *args, **kwargs)
+        if not facts.fit:
+            size = args[_FIT_BATCH_SIZE] if len(args) > _FIT_BATCH_SIZE else None
+            facts.fit = {"batch_size": kwargs.get("batch_size", size) or 32}
+        d.block += 1
+        try:
+            return fit(self, *args, **kwargs)
+        finally:
+            d.block -= 1
+
+    return marked_fit
+
+
+@functools.cache
+def _fit_parameters(fit: Callable[..., Any]) -> tuple[str, ...]:
+    """``fit``'s positional parameter names after ``self``."""
+    import inspect
+
+    params = list(inspect.signature(inspect.unwrap(fit)).parameters)
+    return tuple(params[1:])
+
+
+# --- patching on import -----------------------------------------------------------------------
+
+
+class Patches:
+    """The framework patches: applied when their module is imported, recorded for the notes."""
+
+    def __init__(self, driver: StepDriver) -> None:
+        self.driver = driver
+        self.applied: list[str] = []
+        self.originals: dict[str, Any] = {}
+
+    def hooks(self) -> dict[str, Callable[[ModuleType], None]]:
+        return {_SESSION: self.session, _FUNCTION: self.function, _KERAS_TRAINER: self.keras}
+
+    def session(self, module: ModuleType) -> None:
+        cls = module.BaseSession
+        self.originals["session_run"] = vars(cls)["run"]
+        cls.run = wrap_session_run(vars(cls)["run"], self.driver)
+        self.applied.append("tf1_session: BaseSession.run")
+
+    def function(self, module: ModuleType) -> None:
+        cls = module.Function
+        self.originals["function_call"] = vars(cls)["__call__"]
+        cls.__call__ = wrap_call(vars(cls)["__call__"], self.driver, "tf_function")
+        self.applied.append("tf_function: Function.__call__")
+
+    def keras(self, module: ModuleType) -> None:
+        cls = module.TensorFlowTrainer
+        self.originals["fit"] = vars(cls)["fit"]
+        cls.fit = wrap_fit(vars(cls)["fit"], self.driver)
+        cls.evaluate = _blocked(vars(cls)["evaluate"], self.driver)
+        cls.predict = _blocked(vars(cls)["predict"], self.driver)
+        self.applied.append("keras_fit: TensorFlowTrainer.fit (evaluate, predict: no steps)")
+
+
+class ImportWatcher(importlib.abc.MetaPathFinder):
+    """Runs a hook right after a watched module is first imported (then forgets it).
+
+    The watched module's spec comes from the other finders; only its own loader's
+    ``exec_module`` is wrapped (an instance attribute, removed once it ran), so every other
+    import is untouched.
+    """
+
+    def __init__(self, hooks: dict[str, Callable[[ModuleType], None]], notes: list[str]) -> None:
+        self.hooks = dict(hooks)
+        self.notes = notes
+
+    def install(self) -> None:
+        """Hook modules already imported now; watch for the rest."""
+        for name in list(self.hooks):
+            if name in sys.modules:
+                self._run(name, sys.modules[name])
+        if self.hooks:
+            sys.meta_path.insert(0, self)
+
+    def _run(self, name: str, module: ModuleType) -> None:
+        hook = self.hooks.pop(name)
+        try:
+            hook(module)
+        except Exception as exc:  # never break the script's import; say what was not detected
+            self.notes.append(f"could not patch {name} ({type(exc).__name__}: {exc})")
+        if not self.hooks and self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.hooks:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if not isinstance(loader, importlib.machinery.SourceFileLoader):
+            return spec
+        original = loader.exec_module
+        watcher = self
+
+        def exec_module(module: ModuleType) -> None:
+            try:
+                original(module)
+            finally:
+                vars(loader).pop("exec_module", None)
+            watcher._run(fullname, module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+# --- explicit marks ---------------------------------------------------------------------------
+
+
+def step_function_decorator(driver: StepDriver, targets: list[Any]) -> Callable[[Any], Any]:
+    """The decorator ``--step-function`` compiles onto the named function (outermost).
+
+    Each outermost call of the decorated object is one step; framework calls inside it are part
+    of it (the automatic detectors stay blocked in this mode, recording only what they see).
+    The undecorated function goes to ``targets`` (the lines phase profiles it).
+    """
+    d = driver
+    counter = d.detector("step_function")
+
+    def __profiler_step_function__(fn: Any) -> Any:
+        targets.append(fn)
+        depth = 0
+
+        @functools.wraps(fn)
+        def step(*args: Any, **kwargs: Any) -> Any:
+            nonlocal depth
+            if depth:
+                counter.calls += 1
+                return fn(*args, **kwargs)
+            if not d.started:
+                d.begin()
+            depth += 1
+            d.open_wrap()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                depth -= 1
+                counter.steps += 1
+                d.boundary()
+
+        return step
+
+    return __profiler_step_function__
+
+
+def step_line_marks(driver: StepDriver) -> tuple[Callable[[], None], Callable[[], None]]:
+    """The two calls ``--step-line`` compiles in: at the line, and after its loop.
+
+    At the line: the step in progress ends (the first execution starts the first step) and the
+    next one begins, inside the phase's step wrapper. After the loop: its last step ends; the
+    time until the line runs again belongs to the next step (boundaries stay back to back).
+    """
+    d = driver
+    counter = d.detector("step_line")
+    in_step = False
+
+    def __profiler_step_line__() -> None:
+        nonlocal in_step
+        if in_step:
+            counter.steps += 1
+            d.boundary()
+        elif not d.started:
+            d.begin()
+        in_step = True
+        d.open_wrap()
+
+    def __profiler_step_line_end__() -> None:
+        nonlocal in_step
+        if in_step:
+            in_step = False
+            counter.steps += 1
+            d.boundary()
+
+    return __profiler_step_line__, __profiler_step_line_end__

@@ -1,0 +1,383 @@
+"""The step driver: every detected step of a user script ends in ``StepDriver.boundary``.
+
+Place in the pipeline: inside the script process (``profiler.capture.script.worker``). The script
+runs on the main thread and drives itself; the phase schedule (``profiler.capture.script.schedule``)
+runs on a thread of its own and asks for steps through ``ScriptLoop``, the ``Loop`` the phases see.
+The two threads never run at once: the script runs the steps of one request while the schedule
+waits; when the request's last step ends, the script waits (``_serve``) while the schedule removes
+and installs phases, and resumes with the next request. So the phases, ``profiler.capture.worker``'s
+window logic and the framework's and hooks' extra steps work as they do for a registered workload.
+
+The hot path (``boundary``, once per step): one timestamp appended to the current request's
+marks, two counters, one comparison. Everything else happens at hand-offs, outside every step:
+the next step starts when the script resumes (``marks[0]`` is stamped then), so the schedule's
+time is a gap, never part of a step.
+
+The phase's step wrapper (``open_wrap``) is entered as a step's framework call starts and left
+when the *next* step's starts (or at the hand-off). The detectors wrap framework functions the
+hooks phase wraps again from outside (it patches the same class attributes); leaving the
+wrapper later lets those outer timers record a call before its step's row is stored. (The last
+step of a request hands off from inside the call, so there the outer timer comes too late: a
+hooks window has one step in n whose outermost call is not counted.)
+
+Hand-off messages (two queues): schedule -> script ``RUN`` (a request: n steps, their marks, the
+phase's step wrapper), ``CALL`` (run a function on the script's thread, e.g. to enable
+line_profiler, which traces per thread) and ``FREE`` (the schedule is done: run on with cheap
+counting only); script -> schedule ``DONE`` (the request's steps ran, or the script ended) and
+the result of a ``CALL``.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from profiler.capture.loop import Loop, LoopEnded, LoopInfo, StepWrapper
+from profiler.clock import Clock
+from profiler.model import MetricPoint, WorkDecl
+
+T = TypeVar("T")
+
+RUN, CALL, FREE, DONE, RESULT, ERROR = "run", "call", "free", "done", "result", "error"
+#: "No limit" for the countdown to the next event.
+_FAR = 1 << 62
+#: Metric points kept per name: beyond twice this, every other point is dropped.
+METRIC_POINTS = 500
+#: Seconds the script waits for the schedule after it ended before giving up on it.
+FINISH_TIMEOUT_S = 120.0
+
+
+class StopScript(BaseException):
+    """Raised into the script at the ``--max-steps``-th step.
+
+    A ``BaseException``, so the script's own ``except Exception`` does not swallow it; the
+    script process catches it at the top and keeps everything measured.
+    """
+
+
+class Interrupted(BaseException):
+    """Raised into the script when the process is asked to stop (SIGTERM from the runner)."""
+
+
+@dataclass
+class Request:
+    """``n`` steps the schedule wants, with the list their boundaries go to and the wrapper."""
+
+    n: int
+    marks: list[int]
+    wrap: StepWrapper | None = None
+
+
+@dataclass
+class Detector:
+    """One source of steps (``tf1_session``, ``keras_fit``, ``markers`` ...): the steps it
+    ended, and its calls that were not steps (made inside another step or call)."""
+
+    name: str
+    steps: int = 0
+    calls: int = 0
+
+
+@dataclass
+class Facts:
+    """What the detectors saw, for the phases (``ScriptLoop.info``) and the record."""
+
+    session: Any = None
+    session_call: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+    function: Any = None
+    model: Any = None
+    fit: dict[str, Any] = field(default_factory=dict)
+    samples: int = 0
+    updates: int = 0
+    marked_work: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+class StepDriver:
+    """Step boundaries, the ``--max-steps`` stop, and the script's side of the hand-off.
+
+    Attributes read and written on the hot path by the detectors: ``started`` (the first step
+    has begun), ``block`` (>0: inside a step or a call that is not a step, so detected calls
+    are not steps), ``wrap`` (the current phase's step wrapper or None), ``done`` (steps
+    ended so far: the index of the step in progress) and ``main`` (the thread whose calls are
+    steps: the script's; framework calls from other threads, e.g. TF1 queue runners, are not).
+    """
+
+    def __init__(self, clock: Clock, max_steps: int | None = None) -> None:
+        self.clock = clock
+        self.max_steps = max_steps
+        self.main = threading.get_ident()
+        self.done = 0
+        self.started = False
+        self.block = 0
+        self.wrap: StepWrapper | None = None
+        self.ended = False
+        self.end_reason = ""
+        self.freed = False
+        self.first_start_ns = 0
+        self.last_ns = 0
+        self.open: Any = None
+        self.detectors: dict[str, Detector] = {}
+        self.facts = Facts()
+        self.metrics: dict[str, _Series] = {}
+        self.to_script: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.to_schedule: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        #: The first step is requested before the schedule starts, so the script need not wait.
+        self.first = Request(1, [clock()])
+        self._req: Request | None = None
+        self._end = 0
+        self.left = 0
+        self.append: Callable[[int], Any] = self.first.marks.append
+        self._arm(self.first, stamp=False)
+
+    # --- the hot path -----------------------------------------------------------------------
+
+    def begin(self) -> None:
+        """The first step starts now; everything before it is the script's set-up."""
+        t = self.clock()
+        self.started = True
+        self.first_start_ns = t
+        if self.done == 0 and self._req is not None:
+            self._req.marks[0] = t
+
+    def open_wrap(self) -> None:
+        """Leave the previous step's wrapper, enter this step's (the current phase's)."""
+        ctx = self.open
+        if ctx is not None:
+            self.open = None
+            ctx.__exit__(None, None, None)
+        wrap = self.wrap
+        if wrap is not None:
+            ctx = wrap(self.done)
+            ctx.__enter__()
+            self.open = ctx
+
+    def close_wrap(self) -> None:
+        """Leave the open step wrapper (before the schedule reads what the phase recorded)."""
+        ctx = self.open
+        if ctx is not None:
+            self.open = None
+            ctx.__exit__(None, None, None)
+
+    def boundary(self) -> None:
+        """The step in progress ends now (and the next begins)."""
+        t = self.clock()
+        self.append(t)
+        self.done += 1
+        self.left -= 1
+        if self.left <= 0:
+            self._event(t)
+
+    def detector(self, name: str) -> Detector:
+        """The counter of one source of steps (created on first use)."""
+        return self.detectors.setdefault(name, Detector(name))
+
+    def metric(self, values: dict[str, Any]) -> None:
+        """Record metric points after the last step ended (``profiler.metric``).
+
+        Each point's ``cost_ns`` is what converting the values took (a tensor's ``float`` can
+        be a device copy). Past ``2 * METRIC_POINTS`` points of a name, every other point is
+        dropped and only every other later call is kept, so a metric logged every step keeps
+        ~``METRIC_POINTS`` evenly spread points in bounded memory.
+        """
+        t0 = self.clock()
+        step = self.done - 1
+        items = [(name, float(value)) for name, value in values.items()]
+        cost = self.clock() - t0
+        for name, value in items:
+            series = self.metrics.get(name)
+            if series is None:
+                series = self.metrics[name] = _Series()
+            series.add(MetricPoint(step=step, name=name, value=value, cost_ns=cost))
+
+    def run_free(self) -> None:
+        """Count steps without a schedule (a scratch driver for cost measurements): the first
+        step has begun, and only the last boundary is kept."""
+        self.started = True
+        self._arm(None)
+
+    # --- hand-off, on the script's thread -----------------------------------------------------
+
+    def _arm(self, req: Request | None, stamp: bool = True) -> None:
+        self._req = req
+        if req is None:
+            self.wrap = None
+            # Only the last boundary is kept once the schedule is done: no list grows.
+            last: collections.deque[int] = collections.deque(maxlen=1)
+            self.append = last.append
+            self._end = _FAR
+        else:
+            self.wrap = req.wrap
+            self.append = req.marks.append
+            self._end = self.done + req.n
+            if stamp:
+                # The step starts when the script resumes: the schedule's time is in no step.
+                req.marks[0] = self.clock()
+        stop = self.max_steps if self.max_steps is not None else _FAR
+        self.left = min(self._end, stop) - self.done
+
+    def _event(self, t: int) -> None:
+        self.last_ns = t
+        stop = self.max_steps is not None and self.done >= self.max_steps
+        if stop and not self.ended:
+            self.ended, self.end_reason = True, "max_steps"
+        if self._req is not None and (self.done >= self._end or stop):
+            self._req = None
+            self.close_wrap()
+            self.to_schedule.put((DONE, None))
+            self._serve()  # arms the next request, or frees the script when the schedule is done
+        if stop:
+            # Raised again at every later boundary (``left`` stays <= 0) if the script
+            # swallows it with a bare ``except:``.
+            raise StopScript(f"stopped after {self.done} steps (--max-steps {self.max_steps})")
+
+    def _serve(self, until_free: bool = False) -> None:
+        """Wait for the schedule: run its calls, return at its next request (or when done)."""
+        while True:
+            timeout = FINISH_TIMEOUT_S if until_free else None
+            try:
+                kind, payload = self.to_script.get(timeout=timeout)
+            except queue.Empty:
+                self.facts.notes.append(
+                    f"the phase schedule did not finish within {FINISH_TIMEOUT_S:g} s of the "
+                    "script's end; its last phases are missing"
+                )
+                self.freed = True
+                return
+            if kind == RUN:
+                if self.ended:
+                    # The script is over: the request gets no steps (ScriptLoop raises LoopEnded).
+                    self.to_schedule.put((DONE, None))
+                    continue
+                self._arm(payload)
+                return
+            if kind == CALL:
+                try:
+                    result: tuple[str, Any] = (RESULT, payload())
+                except BaseException as exc:  # handed to the schedule, which re-raises it
+                    result = (ERROR, exc)
+                self.to_schedule.put(result)
+                if result[0] == ERROR and not isinstance(result[1], Exception):
+                    raise result[1]
+                continue
+            if kind == FREE:
+                self.freed = True
+                if not self.ended:
+                    self._arm(None)
+                return
+
+    def script_ended(self, reason: str) -> None:
+        """The script returned or raised: finish the request in progress, serve the schedule
+        until it is done (its remaining requests get no steps)."""
+        if not self.ended:
+            self.ended, self.end_reason = True, reason
+        self.last_ns = self.last_ns or self.clock()
+        self.close_wrap()
+        if self.freed:
+            return
+        if self._req is not None:
+            self._req = None
+            self.to_schedule.put((DONE, None))
+        self._serve(until_free=True)
+
+    def metric_points(self) -> list[MetricPoint]:
+        """Every kept metric point, in step order."""
+        points = [p for series in self.metrics.values() for p in series.points]
+        return sorted(points, key=lambda p: (p.step, p.name))
+
+
+class _Series:
+    """One metric's points, thinned to stay within ``2 * METRIC_POINTS``."""
+
+    __slots__ = ("calls", "points", "stride")
+
+    def __init__(self) -> None:
+        self.points: list[MetricPoint] = []
+        self.calls = 0
+        self.stride = 1
+
+    def add(self, point: MetricPoint) -> None:
+        if self.calls % self.stride == 0:
+            self.points.append(point)
+            if len(self.points) >= 2 * METRIC_POINTS:
+                del self.points[1::2]
+                self.stride *= 2
+        self.calls += 1
+
+
+class ScriptLoop(Loop):
+    """The ``Loop`` the phases see in a script process: ``run`` asks the script for steps.
+
+    ``run`` blocks the schedule's thread until the script has run ``n`` more steps. When the
+    script ends during a request, ``run`` returns with the steps that did run (``ended`` is then
+    True); asked for steps after the end, it raises ``LoopEnded``.
+    """
+
+    def __init__(
+        self,
+        driver: StepDriver,
+        *,
+        work: WorkDecl,
+        line_targets: tuple[Callable[..., Any], ...] = (),
+        info: LoopInfo | None = None,
+    ) -> None:
+        super().__init__(
+            step=self._no_step,
+            work=work,
+            params=dict,
+            eval_loss=lambda _p: float("nan"),
+            line_targets=line_targets,
+            info=info,
+        )
+        self.driver = driver
+        self.requests = 0
+
+    @staticmethod
+    def _no_step() -> None:
+        raise LoopEnded("a script drives its own steps: use ScriptLoop.run")
+
+    @property
+    def ended(self) -> bool:
+        return self.driver.ended
+
+    def _wait(self) -> tuple[str, Any]:
+        return self.driver.to_schedule.get()
+
+    def first_segment(self) -> list[int]:
+        """Wait for the script's first step (requested up front); its two boundaries."""
+        self._wait()
+        marks = self.driver.first.marks
+        self.steps_done = self.driver.done
+        if len(marks) < 2:
+            raise LoopEnded("the script ended before its first step")
+        return marks
+
+    def run(self, n: int, marks: list[int], clock: Clock, wrap: StepWrapper | None = None) -> None:
+        """Have the script run ``n`` steps, appending each boundary to ``marks``."""
+        d = self.driver
+        if d.ended:
+            raise LoopEnded(f"the script ended after {d.done} steps")
+        self.requests += 1
+        d.to_script.put((RUN, Request(n, marks, wrap)))
+        self._wait()
+        self.steps_done = d.done
+        if len(marks) < 2 and d.ended:
+            raise LoopEnded(f"the script ended after {d.done} steps")
+
+    def in_loop_thread(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the script's thread (it is waiting for the schedule, so it can)."""
+        if threading.current_thread() is threading.main_thread():
+            return fn()
+        self.driver.to_script.put((CALL, fn))
+        kind, value = self._wait()
+        if kind == ERROR:
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    def finish(self) -> None:
+        """The schedule is done: the script runs on with cheap counting only."""
+        self.driver.to_script.put((FREE, None))

@@ -1,0 +1,420 @@
+"""The script process: run a user's script as ``__main__`` under the phases; write its trace.
+
+Place in the pipeline: ``profiler.processes.runner`` starts ``python -m profiler.capture.script
+SPEC.json`` for a script (``profiler.capture.script.spec.ScriptSpec``) instead of
+``profiler.capture.worker``. This module sets the script's world up as ``python their_script.py
+args`` would (``sys.argv``, ``__main__``, the script's folder first on ``sys.path``, the working
+directory it was started from), installs the step detectors (``profiler.capture.script.detect``,
+``profiler.markers``), starts the phase schedule on its own thread
+(``profiler.capture.script.schedule``) and runs the script on the main thread. It writes
+``model.json.gz`` (``profiler.model.WorkloadTrace``) with status ``partial`` after every phase and
+once more when the script ends, however it ends:
+
+=========================  =========================================  =======  ======
+the script ...             recorded as                                status   exit
+=========================  =========================================  =======  ======
+returns                    ``completed``                              ok       0
+reaches ``--max-steps``    ``max_steps`` (``StopScript``)             ok       0
+calls ``sys.exit(0)``      ``exit`` with its code                     ok       0
+calls ``sys.exit(n)``      ``exit`` with its code (n != 0, a message)  failed   1
+raises                     ``raised``, the traceback's tail           failed   1
+                           (the script's frames, not ours)
+is stopped (SIGTERM)       ``interrupted``                            partial  130
+=========================  =========================================  =======  ======
+
+Standard input is not connected (the runner gives ``/dev/null`` unless ``--stdin FILE``): a
+script that reads it gets end-of-file, and the message says so and how to give it its input.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import importlib.machinery
+import os
+import signal
+import sys
+import threading
+import traceback
+import types
+from pathlib import Path
+from typing import Any
+
+from profiler import markers
+from profiler.capture.schedule import ERROR_TAIL_LINES
+from profiler.capture.script import detect, source
+from profiler.capture.script.driver import Interrupted, StepDriver, StopScript
+from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule, main_source
+from profiler.capture.worker import ERROR_FILE, MODEL_FILE, WorkerSpec, progress_writer
+from profiler.clock import now_ns
+from profiler.model import FAILED, OK, PARTIAL, WorkloadTrace
+from profiler.model.atomic import atomic_write_text
+
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+#: Files whose frames are the toolkit's, left out of the script's traceback.
+_OURS = (str(Path(__file__).resolve().parent), str(Path(markers.__file__).resolve()))
+#: Seconds to wait for the schedule's thread after the script is done.
+JOIN_TIMEOUT_S = 60.0
+
+
+class WatchedStdin:
+    """``sys.stdin`` that remembers whether the script tried to read it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.was_read = False
+
+    def _note(self) -> Any:
+        self.was_read = True
+        return self._stream
+
+    def read(self, *args: Any) -> Any:
+        return self._note().read(*args)
+
+    def readline(self, *args: Any) -> Any:
+        return self._note().readline(*args)
+
+    def readlines(self, *args: Any) -> Any:
+        return self._note().readlines(*args)
+
+    def __iter__(self) -> Any:
+        return iter(self._note())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def script_traceback(exc: BaseException, lines: int | None = None) -> str:
+    """The exception's traceback without the toolkit's frames (the last ``lines`` if given)."""
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not str(Path(f.filename).resolve()).startswith(_OURS)
+    ]
+    text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+    text += "".join(traceback.format_exception_only(type(exc), exc))
+    rows = text.rstrip().splitlines()
+    return "\n".join(rows[-lines:] if lines else rows)
+
+
+@dataclasses.dataclass
+class Ending:
+    """How the script ended."""
+
+    reason: str = "completed"
+    status: str = OK
+    exit_code: int | None = None
+    error: str = ""
+    message: str = ""
+
+
+class ScriptRun:
+    """One script process: set-up, the run, the trace (see the module docstring)."""
+
+    def __init__(self, wspec: WorkerSpec) -> None:
+        from profiler.capture.phases import registry
+
+        self.wspec = wspec
+        self.opts: dict[str, Any] = dict(wspec.options.get("script") or {})
+        self.options = {k: v for k, v in wspec.options.items() if k != "script"}
+        self.workload_dir = Path(wspec.workload_dir)
+        self.tensorboard_dir = Path(wspec.tensorboard_dir)
+        self.path = Path(self.opts["path"])
+        self.name = wspec.workload
+        # Every phase module is imported now, before sys.path becomes the script's.
+        self.phases = [
+            registry.make(p, self.options, wspec.phase_steps.get(p)) for p in wspec.phases
+        ]
+        self.clock = now_ns
+        self.driver = StepDriver(self.clock, self.opts.get("max_steps"))
+        self.patches = detect.Patches(self.driver)
+        self.step_targets: list[Any] = []
+        self.marked: dict[str, str] = {}
+        self.start_ns = 0
+        self.end_ns = 0
+        self.graph_ns = 0
+        self.stdin: WatchedStdin | None = None
+        self.ending = Ending()
+        self.schedule: Schedule | None = None
+        self.in_script = False
+        self.stop_requested = False
+
+    # --- set-up -----------------------------------------------------------------------------
+
+    def compile(self) -> tuple[Any, source.Source]:
+        """The script's code, with ``--step-function``/``--step-line`` marks compiled in."""
+        src = source.load(self.path)
+        if self.opts.get("step_function"):
+            self.marked["step_function"] = source.mark_step_function(
+                src, self.opts["step_function"]
+            )
+        if self.opts.get("step_line"):
+            self.marked["step_line"] = source.mark_step_line(src, int(self.opts["step_line"]))
+        return src.compile(), src
+
+    def module_target(self, code: Any) -> tuple[Any, Any]:
+        """(code to run, a function line_profiler can be given for the script's own lines).
+
+        line_profiler rewrites a code object the first time it is registered; registering it
+        here, before it runs, makes the running code the registered one, so the lines phase
+        can later profile the script's module-level loop while it runs.
+        """
+        if "lines" not in self.wspec.phases:
+            return code, None
+        try:
+            from line_profiler import LineProfiler
+        except ImportError:
+            return code, None
+        fn = types.FunctionType(code, {})
+        LineProfiler().add_callable(fn)
+        return fn.__code__, types.FunctionType(fn.__code__, {})
+
+    def globals(self, code_doc: str | None) -> dict[str, Any]:
+        g: dict[str, Any] = {
+            "__name__": "__main__",
+            "__file__": str(self.path),
+            "__doc__": code_doc,
+            "__builtins__": builtins,
+            "__package__": None,
+            "__spec__": None,
+            "__cached__": None,
+            "__loader__": importlib.machinery.SourceFileLoader("__main__", str(self.path)),
+        }
+        g[source.STEP_FUNCTION] = detect.step_function_decorator(self.driver, self.step_targets)
+        g[source.STEP_LINE], g[source.STEP_LINE_END] = detect.step_line_marks(self.driver)
+        return g
+
+    def graph_mode(self) -> None:
+        """``--graph-mode``: TensorFlow 1 semantics before the script's first line."""
+        t0 = self.clock()
+        import tensorflow as tf
+
+        tf.compat.v1.disable_eager_execution()
+        self.graph_ns = self.clock() - t0
+
+    # --- the run ----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        code, src = self.compile()
+        code, module_fn = self.module_target(code)
+        if self.opts.get("graph_mode"):
+            self.graph_mode()
+        if self.marked:
+            # Explicit marks win: framework calls are never steps of their own; the detectors
+            # still record what the script uses (its session, its model) for the phases.
+            self.driver.block += 1
+        detect.ImportWatcher(self.patches.hooks(), self.driver.facts.notes).install()
+        markers.activate(self.driver)
+        module = types.ModuleType("__main__")
+        module.__dict__.update(self.globals(ast_docstring(src)))
+        self.schedule = Schedule(
+            spec=_spec_for(self.name),
+            driver=self.driver,
+            phases=self.phases,
+            workload_dir=self.workload_dir,
+            tensorboard_dir=self.tensorboard_dir,
+            clock=self.clock,
+            progress=progress_writer(),
+            options=self.options,
+            warmup_steps=int(self.wspec.warmup_steps),
+            timed_steps=self.opts.get("steps"),
+            max_steps=self.opts.get("max_steps"),
+            # The decorator appends the step function to this list when the script defines it;
+            # the schedule reads it after the warm-up.
+            line_targets=self.step_targets,
+            module_target=module_fn,
+            startup_native=not (src.imports() & source.FRAMEWORKS),
+            script_span=lambda: (self.start_ns, self.end_ns),
+            write=self.write_partial,
+        )
+        self._enter_script_world(module)
+        thread = threading.Thread(target=self.schedule.run, name="profiler-schedule", daemon=True)
+        thread.start()
+        self.start_ns = self.clock()
+        self.in_script = True
+        try:
+            exec(code, module.__dict__)
+        except BaseException as exc:
+            self.in_script = False
+            self.end_ns = self.clock()
+            self.ending = self._ending(exc)
+        else:
+            self.in_script = False
+            self.end_ns = self.clock()
+            self.ending = self._ending(None)
+        self._leave_script_world()
+        # The schedule removes the phase in progress and records the rest as skipped.
+        self.driver.script_ended(self.ending.reason)
+        thread.join(JOIN_TIMEOUT_S)
+        if self.stop_requested and self.ending.status == OK:
+            self.ending = self._ending(Interrupted())
+        return self.finish()
+
+    def _enter_script_world(self, module: types.ModuleType) -> None:
+        # The script is __main__ (pickle and multiprocessing look it up there).
+        sys.modules["__main__"] = module
+        sys.argv = [str(self.opts.get("argv0") or self.path), *self.opts.get("argv", [])]
+        script_dir = str(self.path.parent)
+        if sys.path:
+            sys.path[0] = script_dir
+        else:
+            sys.path.insert(0, script_dir)
+        self.stdin = WatchedStdin(sys.stdin)
+        sys.stdin = self.stdin  # type: ignore[assignment]
+
+        def stop(_signum: int, _frame: Any) -> None:
+            # Stop the script once; once it has ended, finish writing what was measured (the
+            # runner waits a few seconds before it kills the process).
+            first = not self.stop_requested
+            self.stop_requested = True
+            if first and self.in_script:
+                raise Interrupted("stopped by the runner (SIGTERM)")
+
+        signal.signal(signal.SIGTERM, stop)
+
+    def _leave_script_world(self) -> None:
+        markers.deactivate()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+
+    def _ending(self, exc: BaseException | None) -> Ending:
+        d = self.driver
+        steps = d.done
+        if exc is None:
+            return Ending("completed", OK, message=f"the script ran to its end: {steps} steps")
+        if isinstance(exc, StopScript):
+            return Ending(
+                "max_steps",
+                OK,
+                message=f"stopped after {steps} steps (--max-steps); everything measured is kept",
+            )
+        if isinstance(exc, SystemExit):
+            code = exc.code
+            msg = f"the script called sys.exit({code!r}) after {steps} steps"
+            if code is None or code == 0:
+                return Ending("exit", OK, exit_code=0, message=msg)
+            if not isinstance(code, int):
+                print(code, file=sys.stderr)
+            number = code if isinstance(code, int) else 1
+            return Ending("exit", FAILED, exit_code=number, error=msg, message=msg)
+        if isinstance(exc, (Interrupted, KeyboardInterrupt)):
+            return Ending(
+                "interrupted",
+                PARTIAL,
+                message=f"interrupted after {steps} steps; everything measured so far is kept",
+            )
+        full = script_traceback(exc)
+        print(full, file=sys.stderr)
+        tail = script_traceback(exc, ERROR_TAIL_LINES)
+        head = f"the script raised {type(exc).__name__} after {steps} steps"
+        if self.stdin is not None and self.stdin.was_read:
+            head += (
+                "; it read standard input, which is not connected (it got end of file): give "
+                "it its input with --stdin FILE"
+            )
+        return Ending("raised", FAILED, error=f"{head}:\n{tail}", message=head)
+
+    # --- the trace --------------------------------------------------------------------------
+
+    def info(self, out: Outcome) -> dict[str, Any]:
+        """The trace's ``script`` record (the summary's ``script`` object)."""
+        d = self.driver
+        e = self.ending
+        detected = d.done > 0
+        notes = [*out.notes, *d.facts.notes]
+        message = e.message
+        if not detected and e.reason != "interrupted":
+            message = f"{message}; {NOT_DETECTED}" if message else NOT_DETECTED
+        return {
+            "path": str(self.path),
+            "argv": list(self.opts.get("argv", [])),
+            "cwd": os.getcwd(),
+            "graph_mode": bool(self.opts.get("graph_mode")),
+            "graph_mode_ms": round(self.graph_ns / 1e6, 3),
+            "max_steps": self.opts.get("max_steps"),
+            "stdin": self.opts.get("stdin"),
+            "marks": dict(self.marked),
+            "detection": {
+                "steps_detected": detected,
+                "source": main_source(d),
+                "framework": out.kind or None,
+                "detectors": {
+                    name: {"steps": det.steps, "calls": det.calls}
+                    for name, det in d.detectors.items()
+                    if det.steps or det.calls
+                },
+                "patched": list(self.patches.applied),
+                "cost_ns": out.marker_cost_ns,
+            },
+            "steps": d.done,
+            "ended": e.reason,
+            "exit_code": e.exit_code,
+            "message": message,
+            "wall_s": round(max(self.end_ns - self.start_ns, 0) / 1e9, 3),
+            "stdin_read": bool(self.stdin is not None and self.stdin.was_read),
+            "plan": out.plan,
+            "notes": notes,
+        }
+
+    def trace(self, out: Outcome, status: str, error: str = "") -> WorkloadTrace:
+        d = self.driver
+        build_ns = max(d.first_start_ns - self.start_ns, 0) if d.started and self.start_ns else 0
+        return WorkloadTrace(
+            workload=self.name,
+            params=dict(out.params),
+            work=out.work,
+            build_ns=build_ns,
+            warmup=out.warmup,
+            phases=tuple(out.records),
+            metrics=tuple(d.metric_points()),
+            marker_cost_ns=out.marker_cost_ns,
+            status=status,
+            error=error,
+            script=self.info(out),
+        )
+
+    def write_partial(self, out: Outcome) -> None:
+        self.trace(out, PARTIAL).save(self.workload_dir / MODEL_FILE)
+
+    def finish(self) -> int:
+        out = self.schedule.out if self.schedule is not None else Outcome()
+        e = self.ending
+        status, error = e.status, e.error
+        if out.error and status == OK:
+            status, error = FAILED, out.error
+        trace = self.trace(out, status, error)
+        trace.save(self.workload_dir / MODEL_FILE)
+        if status == FAILED:
+            atomic_write_text(self.workload_dir / ERROR_FILE, error + "\n")
+        if status == PARTIAL:
+            return EXIT_INTERRUPTED
+        return EXIT_OK if status == OK else EXIT_FAILED
+
+
+def ast_docstring(src: source.Source) -> str | None:
+    import ast
+
+    return ast.get_docstring(src.tree, clean=False)
+
+
+def _spec_for(name: str) -> Any:
+    from profiler.capture.script.spec import ScriptSpec
+
+    return ScriptSpec.for_worker(name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the script process (exit statuses in the module docstring)."""
+    args = sys.argv[1:] if argv is None else argv
+    wspec = WorkerSpec.from_json(Path(args[0]).read_text())
+    workload_dir = Path(wspec.workload_dir)
+    try:
+        run = ScriptRun(wspec)
+        return run.run()
+    except source.ScriptError as exc:  # the file changed since the parent checked it
+        atomic_write_text(workload_dir / ERROR_FILE, f"{exc}\n")
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED

@@ -1,0 +1,205 @@
+"""Performance diagnoses, from a run's analysis.
+
+Place in the pipeline: analysis (pure), called by ``profiler.analysis.run.analyse`` once every
+workload's attribution and the experiments are known. ``facts`` flattens one workload's figures
+(and the experiments it is the baseline of) into a dict, in µs for the messages; ``RULES`` is
+the table of diagnoses (``profiler.diagnoses.engine.Rule``): each a condition over those facts,
+a message and a fix whose numbers all come from the run. A fix quotes the saving the
+experiments *measured* where one exists (the fact ``<pair id>_saving_us``, the pairs being the
+case study's); otherwise the rule says what to try.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from profiler.diagnoses.engine import Diagnosis, Rule, evaluate
+
+
+def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The flat figures of one workload (a ``WorkloadAnalysis``) the rules read; None if it
+    has no attribution."""
+    att = wa.attribution
+    if att is None:
+        return None
+    spec, trace = wa.outcome.spec, wa.trace
+    work = trace.work
+    k = work.units_per_step
+    typ = {c: v / 1e3 for c, v in att.typical.items()}
+    parts = {p: v / 1e3 for p, v in att.parts.items()}
+    step = att.reference_ns / 1e3
+    params = wa.outcome.params
+    f: dict[str, Any] = {
+        "name": spec.name,
+        "label": spec.label,
+        "framework": spec.framework,
+        "n": params.n if params is not None else None,
+        "step_us": step,
+        "compute_us": typ["compute"],
+        "dispatch_us": typ["dispatch"],
+        "feed_fetch_us": typ["feed_fetch"],
+        "python_us": typ["python"],
+        "tracing_us": typ["tracing"],
+        "other_us": typ["other"],
+        "overhead_pct": 100 * att.overhead_share,
+        "feed_us": parts.get("feed_fetch.feed"),
+        "cast_us": parts.get("feed_fetch.cast"),
+        "fetch_value_us": parts.get("feed_fetch.fetch_value"),
+        "per_call_us": parts.get("dispatch.per_call"),
+        # A user's script declares no arithmetic.
+        "flops": work.flops_per_step // max(k, 1) if work.flops_per_step else None,
+        "eager": spec.framework == "tf2" and "dispatch.per_call" not in parts,
+        "units_per_step": k,
+    }
+    if f["feed_us"] is not None:
+        f["feed_pct"] = 100 * f["feed_us"] / step if step else None
+    if f["fetch_value_us"] is not None:
+        f["fetch_value_pct"] = 100 * f["fetch_value_us"] / step if step else None
+    f["python_dispatch_pct"] = 100 * (typ["python"] + typ["dispatch"]) / step if step else None
+    f["tracing_pct"] = 100 * typ["tracing"] / step if step else None
+    for pair in (experiments or {}).get("pairs", []):
+        key = pair.get("id")
+        if key and pair["baseline"] == spec.name and pair["status"] == "ok":
+            f[f"{key}_saving_us"] = pair["measured_saving_us"]
+            f[f"{key}_variant_us"] = pair["variant_us"]
+            if pair["variant_us"]:
+                f[f"{key}_speedup"] = pair["baseline_us"] / pair["variant_us"]
+    sweep = ((experiments or {}).get("sweep") or {}).get(spec.name) or {}
+    fit = sweep.get("fit")
+    if fit and f["n"]:
+        f["a_us"] = fit["a_us"]
+        f["b_ns"] = fit["b_ns_per_sample"]
+        f["fixed_pct"] = 100 * fit["a_us"] / (fit["a_us"] + fit["b_ns_per_sample"] * f["n"] / 1e3)
+        f["n_even"] = (
+            fit["a_us"] * 1e3 / fit["b_ns_per_sample"] if fit["b_ns_per_sample"] > 0 else None
+        )
+    return f
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        id="overhead_bound_measured",
+        subject="workload",
+        needs=(
+            "label",
+            "step_us",
+            "overhead_pct",
+            "compute_us",
+            "flops",
+            "whileloop_saving_us",
+            "whileloop_variant_us",
+        ),
+        when=lambda f: f["overhead_pct"] >= 50,
+        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead; the "
+        "arithmetic ({flops:,} flops) takes {compute_us:.1f} µs of kernels.",
+        fix="Run many steps per call: the same loop inside one session.run (tf.while_loop) "
+        "measured {whileloop_variant_us:.1f} µs per step, {whileloop_saving_us:.0f} µs less.",
+    ),
+    Rule(
+        id="overhead_bound",
+        subject="workload",
+        needs=("label", "step_us", "overhead_pct", "compute_us", "flops"),
+        when=lambda f: (
+            f["overhead_pct"] >= 50
+            and f["units_per_step"] == 1
+            and f.get("whileloop_saving_us") is None
+            and f.get("function_step_saving_us") is None
+            and f["framework"] != "numpy"
+        ),
+        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead; the "
+        "arithmetic ({flops:,} flops) takes {compute_us:.1f} µs of kernels.",
+        fix="Do more work per framework call: larger batches, or the loop inside the graph "
+        "(tf.while_loop, a tf.function running several steps, Keras steps_per_execution).",
+    ),
+    Rule(
+        id="overhead_bound_script",
+        subject="workload",
+        needs=("label", "step_us", "overhead_pct", "compute_us"),
+        when=lambda f: (
+            f["overhead_pct"] >= 50
+            and f.get("flops") is None
+            and f["units_per_step"] == 1
+            and f["framework"] != "numpy"
+        ),
+        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead; "
+        "kernels take {compute_us:.1f} µs.",
+        fix="Do more work per framework call: larger batches, or the loop inside the graph "
+        "(tf.while_loop, a tf.function running several steps, Keras steps_per_execution).",
+    ),
+    Rule(
+        id="feed_dict_cost_measured",
+        subject="workload",
+        needs=("label", "feed_us", "feed_pct", "cast_us", "nofeed_saving_us"),
+        when=lambda f: f["feed_pct"] >= 10,
+        message="{label}: feed_dict costs {feed_us:.0f} µs per step ({feed_pct:.0f}% of the "
+        "step) in Python; converting the fed arrays' dtype is {cast_us:.1f} µs of it.",
+        fix="Keep the data in the graph (constants, a variable, or tf.data): measured "
+        "{nofeed_saving_us:.0f} µs less per step, more than the Python-side feed cost alone.",
+    ),
+    Rule(
+        id="feed_dict_cost",
+        subject="workload",
+        needs=("label", "feed_us", "feed_pct", "cast_us"),
+        when=lambda f: f["feed_pct"] >= 10 and f.get("nofeed_saving_us") is None,
+        message="{label}: feed_dict costs {feed_us:.0f} µs per step ({feed_pct:.0f}% of the "
+        "step) in Python; converting the fed arrays' dtype is {cast_us:.1f} µs of it.",
+        fix="Keep the data in the graph (constants, a variable, or tf.data) instead of feeding "
+        "the same arrays every step.",
+    ),
+    Rule(
+        id="loss_fetch_measured",
+        subject="workload",
+        needs=("label", "fetch_value_us", "fetch_value_pct", "trainonly_saving_us"),
+        when=lambda f: f["fetch_value_pct"] >= 3,
+        message="{label}: fetching the loss every step costs {fetch_value_us:.0f} µs "
+        "({fetch_value_pct:.0f}% of the step) in fetch handling.",
+        fix="Fetch the loss every N steps: fetching only the train op measured "
+        "{trainonly_saving_us:.0f} µs less per step.",
+    ),
+    Rule(
+        id="eager_dispatch",
+        subject="workload",
+        needs=(
+            "label",
+            "step_us",
+            "python_us",
+            "dispatch_us",
+            "compute_us",
+            "python_dispatch_pct",
+            "function_step_saving_us",
+            "function_step_speedup",
+        ),
+        when=lambda f: f["eager"] and f["python_dispatch_pct"] >= 50,
+        message="{label}: eager execution spends {python_us:.0f} µs per step in Python and "
+        "{dispatch_us:.0f} µs dispatching ops one by one, for {compute_us:.0f} µs of kernels.",
+        fix="Wrap the step in tf.function: measured {function_step_saving_us:.0f} µs less per "
+        "step ({function_step_speedup:.1f}× faster).",
+    ),
+    Rule(
+        id="numpy_fixed_cost",
+        subject="workload",
+        needs=("label", "n", "a_us", "b_ns", "fixed_pct", "n_even"),
+        when=lambda f: f["framework"] == "numpy" and f["fixed_pct"] >= 50,
+        message="{label}: at n = {n:,} a step is {fixed_pct:.0f}% fixed per-call cost (the size "
+        "sweep fits {a_us:.1f} µs + {b_ns:.2f} ns per sample).",
+        fix="The arithmetic only outweighs the per-call cost above n ≈ {n_even:,.0f}: process "
+        "more samples per numpy call (vectorise across steps or batch more data).",
+    ),
+    Rule(
+        id="steady_tracing",
+        subject="workload",
+        needs=("label", "tracing_us", "tracing_pct"),
+        when=lambda f: f["tracing_pct"] >= 1,
+        message="{label}: {tracing_us:.0f} µs per steady-state step ({tracing_pct:.1f}%) goes to "
+        "tracing or retracing.",
+        fix="Give tf.function a stable input signature (same shapes and dtypes, tensors not "
+        "Python numbers) so it traces once.",
+    ),
+)
+
+
+def diagnose(workloads: Sequence[Any], experiments: Mapping[str, Any] | None) -> list[Diagnosis]:
+    """Every rule that fires on every workload (``WorkloadAnalysis``) of the run."""
+    all_facts = [f for f in (facts(w, experiments) for w in workloads) if f is not None]
+    return evaluate(RULES, "workload", all_facts)

@@ -1,0 +1,390 @@
+"""What each phase records besides its window: typed, frozen records, one class per phase.
+
+Place in the pipeline: the collectors build these inside the measured process
+(``profiler.capture.collectors``); they travel in ``PhaseRecord.data`` of the trace
+(``profiler.model.trace``); attribution, diagnoses and the renderers read their fields by name.
+``PHASE_DATA`` says which class a phase's record holds, so a saved trace is read back into the
+same types. Every time is integer nanoseconds with the unit in the name, as in the rest of the
+model; the summary (``profiler.reports.summary``) is the one place that converts them.
+
+The hooks phase's parts of a step (``HookParts``) are named here, once: the phase's targets
+declare them and attribution reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class HookParts:
+    """The names of the parts of a step the hooks phase measures or derives.
+
+    TF1 ``session.run``: ``outside_run`` (the user's loop around the call), ``session_run``,
+    ``feed_convert``, ``feed_other``, ``fetch_setup``, ``do_run``, ``native``,
+    ``build_results``, ``run_rest``. TF2 ``tf.function``: ``outside_call``, ``function_call``,
+    ``bind_args``, ``lookup``, ``tracing``, ``call_flat``, ``native``.
+    """
+
+    NATIVE = "native"
+    OUTSIDE_RUN = "outside_run"
+    SESSION_RUN = "session_run"
+    RUN_INNER = "run_inner"
+    FEED = "feed"
+    FEED_CONVERT = "feed_convert"
+    FEED_OTHER = "feed_other"
+    FETCH_SETUP = "fetch_setup"
+    DO_RUN = "do_run"
+    BUILD_RESULTS = "build_results"
+    RUN_REST = "run_rest"
+    OUTSIDE_CALL = "outside_call"
+    FUNCTION_CALL = "function_call"
+    BIND_ARGS = "bind_args"
+    LOOKUP = "lookup"
+    TRACING = "tracing"
+    CALL_FLAT = "call_flat"
+
+
+#: Named parts of categories the attribution reports (``feed_fetch.feed`` ...), by hooks part.
+ATTRIBUTION_PARTS: dict[str, str] = {
+    HookParts.FEED_CONVERT: "feed",
+    HookParts.FEED_OTHER: "feed",
+    HookParts.FETCH_SETUP: "fetch",
+    HookParts.BUILD_RESULTS: "fetch",
+    HookParts.TRACING: "retrace",
+}
+
+
+# --- per-op tables (framework phase) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OpRow:
+    """One op's kernel executions in a capture."""
+
+    op: str
+    kernel: str
+    count: int
+    mean_ns: int
+    total_ns: int
+    share: float
+
+
+@dataclass(frozen=True, slots=True)
+class OpTable:
+    """Kernel executions grouped by op (``profiler.capture.collectors.op_table``).
+
+    Attributes:
+        source: ``step_stats`` (TF1 FULL_TRACE steps) or ``xplane`` (a profiler capture).
+        steps: steps the executions came from.
+        kernel_ns: every kernel's time, summed (parallel kernels in full).
+        kernel_ns_per_step: ``kernel_ns`` over ``steps``.
+        top_op, top_kernel, top_share: the op with the most time, and its share.
+        rows: the ops by total time (at most ``op_table.MAX_ROWS``).
+        rows_omitted: ops left out of ``rows``.
+        kernel_union_ns_per_step: (``step_stats``) the median per step of the time at least one
+            kernel ran.
+    """
+
+    source: str
+    steps: int
+    kernel_ns: int
+    kernel_ns_per_step: int
+    top_op: str | None
+    top_kernel: str | None
+    top_share: float | None
+    rows: tuple[OpRow, ...]
+    rows_omitted: int
+    kernel_union_ns_per_step: int | None = None
+
+    def total_ns(self, ops: set[str] | None = None, exclude: set[str] = frozenset()) -> int:  # type: ignore[assignment]
+        """Kernel ns of the rows whose op or kernel is in ``ops`` (all if None), less
+        ``exclude``."""
+        return sum(
+            r.total_ns
+            for r in self.rows
+            if (ops is None or r.op in ops or r.kernel in ops)
+            and r.op not in exclude
+            and r.kernel not in exclude
+        )
+
+    def names(self) -> set[str]:
+        """Every op and kernel name of the rows."""
+        return {r.op for r in self.rows} | {r.kernel for r in self.rows}
+
+
+# --- sampled ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PySpyReport:
+    """What py-spy said when it stopped."""
+
+    returncode: int | None = None
+    samples: int | None = None
+    errors: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SampledData:
+    """The sampled phase's settings and what py-spy reported.
+
+    Attributes:
+        rate_hz: samples per second asked for.
+        native: ``--native`` (native frames; never with TensorFlow loaded).
+        native_note: why native was or was not used.
+        idle: ``--idle`` (threads waiting in native calls are sampled too).
+        nonblocking: ``--nonblocking``.
+        pid: the sampled process.
+        capture_s: attach to stop, seconds.
+        samples: stack samples parsed, every thread.
+        pyspy: what py-spy reported.
+        command: the command line.
+    """
+
+    rate_hz: int
+    native: bool
+    native_note: str
+    idle: bool
+    nonblocking: bool
+    pid: int = 0
+    capture_s: float = 0.0
+    samples: int = 0
+    pyspy: PySpyReport = field(default_factory=PySpyReport)
+    command: str = ""
+
+
+# --- lines --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LinesData:
+    """The lines phase's set-up (its rows are the record's ``lines``).
+
+    Attributes:
+        steps_profiled: training steps line_profiler was on for (re-warm and window).
+        targets: the functions registered, by qualified name.
+        note: how to read the figures (line_profiler inflates Python lines).
+    """
+
+    steps_profiled: int
+    targets: tuple[str, ...]
+    note: str = ""
+
+
+# --- framework ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProfilerSession:
+    """The TF profiler session: options, what starting and stopping it cost, what it wrote."""
+
+    options: dict[str, int]
+    start_ns: int
+    stop_ns: int
+    xplane: str | None
+    xplane_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepColumns:
+    """Per-step figures of a capture, as columns (one entry per marked step, in order)."""
+
+    step: tuple[int, ...] = ()
+    wall_ns: tuple[int, ...] = ()
+    function_call_ns: tuple[int, ...] = ()
+    run_call_ns: tuple[int, ...] = ()
+    executor_ns: tuple[int, ...] = ()
+    kernel_union_ns: tuple[int, ...] = ()
+    kernel_sum_ns: tuple[int, ...] = ()
+    kernels: tuple[int, ...] = ()
+    eager_ops: tuple[int, ...] = ()
+    eager_op_ns: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StepMedians:
+    """The median of each ``StepColumns`` column (0 for a column without values)."""
+
+    wall_ns: int = 0
+    function_call_ns: int = 0
+    run_call_ns: int = 0
+    executor_ns: int = 0
+    kernel_union_ns: int = 0
+    kernel_sum_ns: int = 0
+    kernels: int = 0
+    eager_ops: int = 0
+    eager_op_ns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ClockAlignment:
+    """Offset from the capture's clock to ours and the bound on its error."""
+
+    offset_ns: int
+    uncertainty_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCoverage:
+    """How many ops each TF1 source saw (the capture traces only "expensive" kernels)."""
+
+    xplane_ops: int
+    step_stats_ops: int
+
+
+@dataclass(frozen=True, slots=True)
+class FullTrace:
+    """TF1 steps run with ``RunOptions(FULL_TRACE)`` after the window."""
+
+    steps: int
+    first_step: int | None = None
+    step_median_ns: int | None = None
+    run_metadata: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanCount:
+    """How many spans of the capture were kept, for how many steps."""
+
+    count: int
+    steps: int
+    max_spans: int
+
+
+@dataclass(frozen=True, slots=True)
+class FrameworkData:
+    """The framework phase's capture, parsed (``profiler.capture.phases.framework``).
+
+    ``op_table`` is step_stats' table for TF1 (``xplane_op_table`` is then the capture's own),
+    the capture's otherwise. Fields after ``profiler`` are None when the capture could not be
+    read.
+    """
+
+    profiler: ProfilerSession
+    steps: StepColumns | None = None
+    median_ns: StepMedians | None = None
+    missing_steps: tuple[int, ...] = ()
+    clock: ClockAlignment | None = None
+    op_table: OpTable | None = None
+    xplane_op_table: OpTable | None = None
+    kernel_coverage: KernelCoverage | None = None
+    full_trace: FullTrace | None = None
+    notes: tuple[str, ...] = ()
+    spans: SpanCount | None = None
+
+
+# --- hooks --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HookDoc:
+    """What a measured part times: the hooked function (or ``interval``), in words."""
+
+    target: str
+    what: str
+
+
+@dataclass(frozen=True, slots=True)
+class HooksCost:
+    """The hooks' own cost.
+
+    Attributes:
+        per_call_ns: a no-op called through the hook, less bare (micro-benchmark).
+        step_wrapper_ns: the step wrapper's enter and exit.
+        method: how those two were measured.
+        on_off_ns: the step-time difference of alternating blocks with the hooks on and off
+            (None when not measured).
+        on_off_pairs: each pair's difference.
+        on_off_block_steps: steps per block.
+        on_off_note: why the on/off blocks did not run, if they did not.
+        calls_per_step: hooked calls per step.
+        per_step_ns_microbench: the micro-benchmark's cost per step.
+        per_step_ns: the cost taken off the Python side: the larger of the two.
+        share_of_step: ``per_step_ns`` over the median step.
+    """
+
+    per_call_ns: int = 0
+    step_wrapper_ns: int = 0
+    method: str = ""
+    on_off_ns: int | None = None
+    on_off_pairs: tuple[int, ...] = ()
+    on_off_block_steps: int | None = None
+    on_off_note: str = ""
+    calls_per_step: float = 0.0
+    per_step_ns_microbench: int = 0
+    per_step_ns: int = 0
+    share_of_step: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FeedCast:
+    """What converting the fed arrays to the placeholders' dtype costs per step."""
+
+    cast_ns: int
+    dtypes: tuple[str, ...]
+    to: str
+    method: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoopFacts:
+    """What the step feeds and fetches (attribution splits fetch costs per fetched value)."""
+
+    fetches: int | None = None
+    feeds: int | None = None
+    k: int | None = None
+    mode: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HooksData:
+    """The hooks phase's split of its steps (``profiler.capture.collectors.hooks.split``).
+
+    Attributes:
+        target: ``tf1_session`` or ``tf_function``.
+        hooks: per measured part, what it times.
+        steps: steps split.
+        partition: parts that add up to a step's wall time exactly (``HookParts``).
+        categories: part -> category (``native``: the native call, split by kernel time).
+        outside: the part that is the user's loop outside the framework call.
+        median_ns, mean_ns: per part (and ``wall``), over the steps.
+        central_mean_ns: per part, the mean over the steps whose wall lies between the 10th
+            and 90th percentiles (a typical step's composition; attribution reads it).
+        inclusive_median_ns: per hooked function, its inclusive time.
+        calls_per_step: per hooked function.
+        per_step: columns ``step``, ``wall_ns`` and each part, the first ``per_step_steps``.
+        self_cost: the hooks' own cost.
+        feed_cast: (TF1 feeds) the dtype cast of the fed arrays.
+        loop_info: what the step feeds and fetches.
+        note: anything a reader must know.
+    """
+
+    target: str
+    hooks: dict[str, HookDoc]
+    steps: int
+    partition: tuple[str, ...]
+    categories: dict[str, str]
+    outside: str
+    median_ns: dict[str, int]
+    mean_ns: dict[str, int]
+    central_mean_ns: dict[str, int]
+    inclusive_median_ns: dict[str, int]
+    calls_per_step: dict[str, float]
+    per_step: dict[str, tuple[int, ...]]
+    per_step_steps: int
+    self_cost: HooksCost
+    feed_cast: FeedCast | None = None
+    loop_info: LoopFacts = field(default_factory=LoopFacts)
+    note: str = ""
+
+
+#: The record class each phase's ``PhaseRecord.data`` holds (the timed phase records none).
+PHASE_DATA: dict[str, type] = {
+    "sampled": SampledData,
+    "lines": LinesData,
+    "framework": FrameworkData,
+    "hooks": HooksData,
+}
+
+PhaseData = SampledData | LinesData | FrameworkData | HooksData

@@ -1,0 +1,273 @@
+"""One run from start to finish: run folder -> measured processes -> analysis -> outputs -> rename.
+
+Place in the pipeline: called by ``cli``. ``execute`` reserves the run folder
+(``profiler.processes.rundir``), runs every workload in its own process
+(``profiler.processes.runner``), then the experiments and efficiency processes the selection
+calls for (the case study's, ``profiler.workloads.casestudy``), analyses everything once
+(``profiler.analysis.run.analyse``) and hands that analysis to the renderers: the per-workload
+artefacts (``profiler.reports.artefacts``), ``summary.json`` (``profiler.reports.summary``) and
+``report.html``. The run folder is ``<id>.partial`` until everything is written; an interrupted
+run keeps its partial folder with a summary of what finished (status ``interrupted``) and
+leaves ``runs/latest`` alone. ``rerender`` writes every output of a finished run again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from profiler.analysis.run import RunAnalysis, analyse
+from profiler.processes import env, rundir
+from profiler.processes.runner import RunOptions, WorkloadOutcome, run_all, run_process
+from profiler.reports import summary
+
+EXIT_OK = 0
+EXIT_WORKLOAD_FAILED = 1
+EXIT_USAGE = 2
+EXIT_OUTPUT = 3
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class RunResult:
+    """Where a run went and how it ended."""
+
+    run_id: str
+    run_dir: Path
+    status: str
+    summary: dict[str, Any]
+    outcomes: list[WorkloadOutcome]
+    analysis: RunAnalysis | None = None
+
+    @property
+    def exit_status(self) -> int:
+        if self.status == "interrupted":
+            return EXIT_INTERRUPTED
+        return EXIT_OK if self.status == "ok" else EXIT_WORKLOAD_FAILED
+
+    @property
+    def report_path(self) -> Path:
+        return self.run_dir / "report.html"
+
+
+def run_experiments(opts: RunOptions, run_dir: Path) -> dict[str, Any] | None:
+    """Run the pairs and the sweep whose workloads were selected; None if there are none.
+
+    Returns ``experiments.json`` with the process's ``status`` and ``error`` added; whatever
+    it measured before a failure or time-out is kept.
+    """
+    from profiler.capture.experiments import RESULT_FILE, ExperimentSpec
+    from profiler.workloads import casestudy
+
+    selected = {s.name for s in opts.workloads}
+    pairs = [p.id for p in casestudy.PAIRS if p.baseline in selected and p.variant in selected]
+    sweep = [w for w in casestudy.SWEEP_WORKLOADS if w in selected]
+    if not pairs and not sweep:
+        return None
+    xdir = run_dir / "experiments"
+    xdir.mkdir(parents=True, exist_ok=True)
+    spec = ExperimentSpec(
+        out_dir=str(xdir.resolve()),
+        pairs=pairs,
+        sweep_workloads=sweep,
+        sizes=list(opts.sweep_sizes or casestudy.SWEEP_SIZES),
+    )
+    for key, value in opts.experiment_overrides.items():
+        setattr(spec, key, value)
+    raw, _wall_s = _measure(
+        "profiler.capture.experiments", spec.to_json(), xdir, RESULT_FILE, opts, "experiments"
+    )
+    return {"pairs": [], "sweep": {}, **raw}
+
+
+def _measure(
+    module: str, spec_json: str, workdir: Path, result_file: str, opts: RunOptions, label: str
+) -> tuple[dict[str, Any], float]:
+    """Run measurement process ``module`` on ``spec_json`` in ``workdir``; collect its result.
+
+    Returns the result file (whatever it saved, even after a failure or time-out) with the
+    process's ``status`` and ``error`` added, and the process's wall time in seconds.
+    """
+    from profiler.processes.runner import TaskBar
+
+    spec_path = workdir / "spec.json"
+    rundir.atomic_write_text(spec_path, spec_json)
+    bar = TaskBar(opts.progress, label)
+    try:
+        proc = run_process(module, spec_path, workdir, opts.timeout_s, bar.event)
+    finally:
+        bar.close()
+    raw: dict[str, Any] = {}
+    try:
+        raw = json.loads((workdir / result_file).read_text())
+    except (OSError, ValueError):
+        pass
+    if proc.timed_out:
+        raw.update(status="timeout", error=f"timed out after {opts.timeout_s:g} s")
+    elif proc.returncode != 0:
+        err_path = workdir / "error.txt"
+        err = err_path.read_text() if err_path.exists() else ""
+        raw.update(status="failed", error=err.strip() or f"exited with {proc.returncode}")
+    else:
+        raw.update(status="ok", error="")
+    return raw, round(proc.wall_ns / 1e9, 3)
+
+
+def run_efficiency(
+    opts: RunOptions, run_dir: Path, overrides: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """Train the efficiency study's implementations on a sample budget, logging the loss; None
+    unless one of them is selected (``profiler.capture.efficiency``).
+
+    ``overrides`` replace fields of ``EfficiencySpec`` (seeds, budgets, points, ...). Returns
+    ``efficiency.json`` with the process's ``status``, ``error`` and ``wall_s`` added; whatever
+    it measured before a failure or time-out is kept.
+    """
+    from profiler.capture.efficiency import RESULT_FILE, EfficiencySpec
+    from profiler.workloads import casestudy
+
+    if not casestudy.runs_efficiency({s.name for s in opts.workloads}):
+        return None
+    edir = run_dir / "efficiency"
+    edir.mkdir(parents=True, exist_ok=True)
+    spec = EfficiencySpec(out_dir=str(edir.resolve()), **(overrides or {}))
+    raw, wall_s = _measure(
+        "profiler.capture.efficiency", spec.to_json(), edir, RESULT_FILE, opts, "efficiency"
+    )
+    return {"runs": {}, **raw, "wall_s": wall_s}
+
+
+def write_efficiency_scalars(run_dir: Path, doc: dict[str, Any]) -> list[str]:
+    """TensorBoard scalars of the efficiency curves, one run per implementation; problems."""
+    from profiler.reports import tensorboard
+
+    problems = []
+    for impl in (doc.get("efficiency") or {}).get("implementations", []):
+        if not impl.get("curve"):
+            continue
+        try:
+            tensorboard.write_efficiency(run_dir / "tensorboard" / rundir.slug(impl["name"]), impl)
+        except Exception as exc:  # a renderer's bug must not lose the run
+            problems.append(f"efficiency scalars {impl['name']}: {type(exc).__name__}: {exc}")
+    return problems
+
+
+def write_outputs(run_dir: Path, doc: dict[str, Any]) -> None:
+    """Validate ``doc`` and write ``summary.json`` and ``report.html`` into ``run_dir``."""
+    summary.validate(doc)
+    rundir.atomic_write_text(run_dir / "summary.json", summary.dumps(doc))
+    write_report(run_dir, doc)
+
+
+def write_report(run_dir: Path, doc: dict[str, Any]) -> None:
+    """``report.html`` from a summary document."""
+    from profiler.reports import html, viewmodel
+
+    rundir.atomic_write_text(run_dir / "report.html", html.render(viewmodel.build(doc)))
+
+
+def _render(
+    run_dir: Path,
+    info: summary.RunInfo,
+    outcomes: list[WorkloadOutcome],
+    environment: dict[str, Any],
+    experiments: dict[str, Any] | None = None,
+    efficiency: dict[str, Any] | None = None,
+) -> tuple[RunAnalysis, dict[str, Any]]:
+    """Analyse, render the artefacts and write the summary and the report; (analysis, doc)."""
+    from profiler.reports import artefacts
+
+    analysis = analyse(outcomes, experiments, efficiency)
+    written, problems = artefacts.write_all(run_dir, analysis.workloads)
+    for slug, found in problems.items():
+        info.notes.extend(f"{slug}: {p}" for p in found)
+    info.finished = info.finished or time.time()
+    doc = summary.build(info, analysis, environment, written)
+    doc["run"]["notes"].extend(write_efficiency_scalars(run_dir, doc))
+    write_outputs(run_dir, doc)
+    return analysis, doc
+
+
+def execute(opts: RunOptions, now: float | None = None) -> RunResult:
+    """Run everything ``opts`` asks for; raise ``rundir.RunDirError`` if nothing can be written."""
+    run_id, partial = rundir.create_partial(opts.out_root, now)
+    info = summary.RunInfo(
+        run_id=run_id,
+        phases=list(opts.phases),
+        options={
+            "timeout_s": opts.timeout_s,
+            "warmup_steps": opts.warmup_steps,
+            "metric_points": opts.metric_points,
+            "phase_steps": dict(opts.phase_steps),
+            **{k: v for k, v in opts.options.items() if isinstance(v, (int, float, str, bool))},
+        },
+    )
+    environment = env.capture()
+    outcomes: list[WorkloadOutcome] = []
+    try:
+        outcomes = run_all(opts, partial)
+    except KeyboardInterrupt:
+        info.status = "interrupted"
+        info.finished = time.time()
+        analysis, doc = _render(partial, info, collected(partial, opts), environment)
+        return RunResult(run_id, partial, info.status, doc, [], analysis)
+    experiments = None
+    efficiency = None
+    if opts.experiments:
+        try:
+            experiments = run_experiments(opts, partial)
+        except KeyboardInterrupt:
+            experiments = None
+            info.notes.append("experiments interrupted")
+        try:
+            efficiency = run_efficiency(opts, partial, opts.efficiency_overrides)
+        except KeyboardInterrupt:
+            efficiency = None
+            info.notes.append("efficiency interrupted")
+    info.finished = time.time()
+    info.status = "ok" if all(o.status == "ok" for o in outcomes) else "failed"
+    analysis, doc = _render(partial, info, outcomes, environment, experiments, efficiency)
+    final = rundir.finalize(opts.out_root, run_id)
+    return RunResult(run_id, final, info.status, doc, outcomes, analysis)
+
+
+def collected(run_dir: Path, opts: RunOptions) -> list[WorkloadOutcome]:
+    """Outcomes for the workloads that left a trace before an interruption (marked partial)."""
+    from profiler.processes.runner import load_trace
+
+    out = []
+    for spec in opts.workloads:
+        slug = rundir.slug(spec.name)
+        path = run_dir / "workloads" / slug / "model.json.gz"
+        if not path.exists():
+            continue
+        try:
+            trace = load_trace(path)
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+        status = "ok" if trace.status == "ok" else "failed"
+        error = "" if status == "ok" else "interrupted before it finished"
+        out.append(WorkloadOutcome(spec, slug, status, trace, error, params=opts.params[spec.name]))
+    return out
+
+
+def rerender(run_dir: Path) -> dict[str, Any]:
+    """Write every output of a finished run again from its data: the report from
+    ``summary.json`` (validated; ``summary.SummaryError`` if it does not match its schema), the
+    per-workload artefacts from each workload's saved trace. Returns the summary."""
+    from profiler.processes.runner import outcome_from_summary
+    from profiler.reports import artefacts
+
+    doc = json.loads((run_dir / "summary.json").read_text())
+    summary.validate(doc)
+    outcomes = []
+    for entry in doc.get("workloads", []):
+        path = run_dir / "workloads" / entry["slug"] / "model.json.gz"
+        if path.is_file():
+            outcomes.append(outcome_from_summary(entry, path))
+    artefacts.write_all(run_dir, analyse(outcomes).workloads)
+    write_report(run_dir, doc)
+    return doc

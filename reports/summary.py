@@ -1,0 +1,439 @@
+"""``summary.json``: the run's results in one versioned document.
+
+Place in the pipeline: traces + analysis -> **summary** -> reports. Everything a report shows is
+in the summary (or in an artefact it names), so ``python -m profiler report RUN`` re-renders from
+it alone. The document follows ``reports/schema/summary.schema.json``; ``validate`` checks it
+and every writer calls it. Additive changes add properties and bump ``SCHEMA_VERSION``.
+
+Units: times in the summary are microseconds (``*_us``) or milliseconds (``*_ms``) as floats,
+converted from the model's integer nanoseconds here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from profiler.analysis import attribution, sampling, stacks, stats
+from profiler.analysis.attribution import Attribution
+from profiler.analysis.run import Check, RunAnalysis, WorkloadAnalysis
+from profiler.capture.collectors.pyspy import frame_label, short_file
+from profiler.model import (
+    CATEGORIES,
+    OK,
+    MetricPoint,
+    PhaseRecord,
+    WorkDecl,
+    WorkloadTrace,
+    median_ns,
+    to_jsonable,
+)
+from profiler.model.records import LinesData, SampledData
+
+#: 1: the foundation; 2 (additive): phase data, sampling, attribution, experiments, diagnoses,
+#: training efficiency and script runs; 3 (additive): each phase's data is its typed record in
+#: full (fields a record leaves unset are null, no longer absent), pairs carry their id.
+SCHEMA_VERSION = 3
+TOOL_NAME = "training-loop-profiler"
+
+
+class SummaryError(ValueError):
+    """A summary does not match the schema."""
+
+
+@dataclass
+class RunInfo:
+    """Facts about the run as a whole."""
+
+    run_id: str
+    phases: list[str]
+    started: float = field(default_factory=time.time)
+    finished: float = 0.0
+    status: str = OK
+    options: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _us(ns: int | float) -> float:
+    return round(ns / 1e3, 3)
+
+
+def _ms(ns: int | float) -> float:
+    return round(ns / 1e6, 3)
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
+
+
+def _stats_obj(s: stats.StepStats | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {
+        "steps": s.steps,
+        "median_us": _us(s.median_ns),
+        "p10_us": _us(s.p10_ns),
+        "p90_us": _us(s.p90_ns),
+        "mean_us": _us(s.mean_ns),
+        "total_ms": _ms(s.total_ns),
+    }
+
+
+def _work_obj(w: WorkDecl) -> dict[str, Any]:
+    return {
+        "samples_per_step": w.samples_per_step,
+        "updates_per_step": w.updates_per_step,
+        "steps_per_epoch": w.steps_per_epoch,
+        "units_per_step": w.units_per_step,
+        "flops_per_step": w.flops_per_step,
+        "bytes_per_step": w.bytes_per_step,
+    }
+
+
+def _loss_obj(trace: WorkloadTrace) -> dict[str, Any]:
+    w = trace.work
+    points: list[MetricPoint] = [m for m in trace.metrics if m.name == "loss"]
+
+    def point(m: MetricPoint) -> dict[str, Any]:
+        done = m.step + 1
+        return {
+            "step": done,
+            "samples": done * w.samples_per_step,
+            "updates": done * w.updates_per_step,
+            "epoch": (done * w.units_per_step) / w.steps_per_epoch,
+            "value": m.value,
+        }
+
+    costs = [m.cost_ns for m in points if m.step >= 0]
+    return {
+        "initial": points[0].value if points else None,
+        "final": points[-1].value if points else None,
+        "trajectory": [point(m) for m in points],
+        "record_cost_us": _us(median_ns(costs)) if costs else None,
+    }
+
+
+def _phase_data(rec: PhaseRecord, wa: WorkloadAnalysis) -> dict[str, Any]:
+    """A phase's record as JSON, with what the analysis adds to it (the lines' tables)."""
+    data = to_jsonable(rec.data) if rec.data is not None else {}
+    if rec.name == "lines" and isinstance(rec.data, LinesData):
+        data = {
+            "functions": wa.line_tables,
+            **data,
+            "inflation_vs_warmup": wa.lines_inflation_vs_warmup,
+        }
+    return data
+
+
+def _attribution_obj(att: Attribution | None, checks: list[Check]) -> dict[str, Any] | None:
+    """The summary's ``attribution`` object (µs per training step, shares, sources)."""
+    if att is None:
+        return None
+    k = att.units_per_step
+    totals = attribution.step_totals(att)
+    units = len(att.steps)
+    medians = {
+        c: median_ns([row[i] for row in att.steps]) / k / 1e3 for i, c in enumerate(CATEGORIES)
+    }
+    return {
+        "method": att.method,
+        "reference_us": att.reference_ns / 1e3,
+        "typical_us": {c: att.typical[c] / 1e3 for c in CATEGORIES},
+        "share": {c: round(att.share(c), 5) for c in CATEGORIES},
+        "overhead_share": round(att.overhead_share, 5),
+        "mean_us": {c: totals[c] / units / k / 1e3 for c in CATEGORIES},
+        "median_us": medians,
+        "window_total_ms": {c: totals[c] / 1e6 for c in CATEGORIES},
+        "steps": units * k,
+        "parts_us": {p: v / 1e3 for p, v in sorted(att.parts.items())},
+        "sources": att.sources,
+        "notes": list(att.notes),
+        "conserved": True,
+        "checks": [dataclasses.asdict(c) for c in checks],
+    }
+
+
+def _share(n: int, total: int) -> float | None:
+    return round(n / total, 4) if total else None
+
+
+def _sampling_obj(wa: WorkloadAnalysis) -> dict[str, Any] | None:
+    """The summary's ``sampling`` object for one workload; None if it had no sampled phase.
+
+    Keys: ``status``, ``reason``, the capture's settings (``rate_hz``, ``native``, ``idle``),
+    ``inflation`` (the phase's median step over the timed one), ``inflation_mean`` (mean over
+    mean: includes py-spy's pauses, the phase's real cost), ``samples`` (counts: total
+    parsed, main thread, inside steps, outside, other threads), ``policy``, ``by_category``
+    (samples and share per label; every category listed), ``temporary`` (labels still to
+    resolve, with what they hold), ``rules`` (samples per deciding rule), ``top_stacks`` and
+    ``top_lines``.
+    """
+    trace = wa.trace
+    rec = trace.phase("sampled") if trace is not None else None
+    if rec is None:
+        return None
+    settings = rec.data if isinstance(rec.data, SampledData) else None
+    infl = wa.inflation.get("sampled")
+    mean_infl = wa.sampled_mean_inflation
+    out: dict[str, Any] = {
+        "status": rec.status,
+        "reason": rec.reason,
+        "rate_hz": settings.rate_hz if settings else None,
+        "native": settings.native if settings else None,
+        "idle": settings.idle if settings else None,
+        "inflation": round(infl, 4) if infl is not None else None,
+        "inflation_mean": round(mean_infl, 4) if mean_infl is not None else None,
+        "policy": sampling.THREAD_POLICY,
+        "samples": None,
+        "by_category": {},
+        "temporary": {},
+        "rules": {},
+        "top_stacks": [],
+        "top_lines": [],
+    }
+    a = wa.sampling
+    if rec.status != OK or a is None:
+        return out
+    out["samples"] = {
+        "parsed": sum(s.count for s in rec.samples),
+        "main_thread": a.total + a.outside_steps,
+        "in_steps": a.total,
+        "outside_steps": a.outside_steps,
+        "other_threads": a.other_threads,
+        "scoped_to_steps": a.scoped,
+    }
+    labels = list(CATEGORIES) + [k for k in stacks.LABELS if k not in CATEGORIES]
+    out["by_category"] = {
+        k: {"samples": a.by_label.get(k, 0), "share": _share(a.by_label.get(k, 0), a.total)}
+        for k in labels
+        if k in CATEGORIES or a.by_label.get(k, 0)
+    }
+    out["temporary"] = {k: v for k, v in stacks.TEMPORARY_LABELS.items() if a.by_label.get(k, 0)}
+    out["rules"] = a.by_rule
+    out["top_stacks"] = [
+        {
+            "samples": n,
+            "share": _share(n, a.total),
+            "category": label,
+            "rule": rule,
+            "frames": [frame_label(f) for f in frames],
+        }
+        for n, label, rule, frames in a.top_stacks
+    ]
+    out["top_lines"] = [
+        {
+            "file": short_file(file),
+            "line": line,
+            "function": function,
+            "samples": n,
+            "share": _share(n, a.total),
+            "categories": labels_,
+        }
+        for (file, line, function), n, labels_ in a.top_lines
+    ]
+    return out
+
+
+def workload_summary(
+    wa: WorkloadAnalysis, written: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, Any]:
+    """The summary object of one workload (see the schema for every field).
+
+    ``written`` lists, per phase, the files the renderers made from its record (a flame
+    graph, ``lines.txt``); they join the phase's own artefacts.
+    """
+    o = wa.outcome
+    spec, trace = o.spec, o.trace
+    params = o.params
+    entry: dict[str, Any] = {
+        "name": spec.name,
+        "label": spec.label,
+        "slug": o.slug,
+        "title": spec.title,
+        "seed": spec.seed,
+        "framework": spec.framework,
+        "status": o.status,
+        "error": o.error,
+        "wall_s": round(o.wall_ns / 1e9, 3),
+        "params": params.as_dict() if params else {},
+        "work": None,
+        "step_time": None,
+        "one_off": None,
+        "phases": [],
+        "counters": None,
+        "loss": None,
+        "marker": None,
+        "final": {},
+    }
+    if trace is None:
+        return entry
+    w = trace.work
+    timed_stats = wa.timed
+    entry["work"] = _work_obj(w)
+    entry["step_time"] = _stats_obj(timed_stats)
+    oo = wa.one_off
+    entry["one_off"] = {
+        "build_ms": _ms(trace.build_ns),
+        "warmup_steps": trace.warmup.n_steps * w.units_per_step,
+        "warmup_ms": _ms(sum(trace.warmup.durations_ns())),
+        "warmup_excess_ms": _ms(oo.warmup_excess_ns) if oo else None,
+        "first_step_ms": _ms(trace.warmup.durations_ns()[0]) if trace.warmup.n_steps else None,
+        "total_ms": _ms(oo.total_ns) if oo else None,
+    }
+    for p in trace.phases:
+        ps = wa.windows.get(p.name)
+        entry["phases"].append(
+            {
+                "name": p.name,
+                "status": p.status,
+                "reason": p.reason,
+                "steps": ps.steps if ps else 0,
+                "median_us": _us(ps.median_ns) if ps else None,
+                "inflation": round(wa.inflation[p.name], 4) if p.name in wa.inflation else None,
+                "artefacts": [*p.artefacts, *((written or {}).get(p.name, ()))],
+                "data": _phase_data(p, wa),
+            }
+        )
+    last_step = max(
+        [s.first_step + s.n_steps for p in trace.phases if p.window for s in p.window.segments]
+        + [trace.warmup.n_steps]
+    )
+    entry["counters"] = {
+        "steps": last_step * w.units_per_step,
+        "samples": last_step * w.samples_per_step,
+        "updates": last_step * w.updates_per_step,
+        "epochs": (last_step * w.units_per_step) / w.steps_per_epoch,
+    }
+    entry["loss"] = _loss_obj(trace)
+    entry["marker"] = {
+        "cost_ns": trace.marker_cost_ns,
+        "share_of_step": (
+            round(trace.marker_cost_ns / timed_stats.median_ns, 5)
+            if timed_stats and timed_stats.median_ns
+            else None
+        ),
+    }
+    entry["final"] = {k: float(v) for k, v in trace.final.items()}
+    entry["sampling"] = _sampling_obj(wa)
+    entry["attribution"] = _attribution_obj(wa.attribution, wa.checks)
+    if trace.script:
+        # A user's script (profiler.capture.script): how it ran, how its steps were found,
+        # how it ended.
+        entry["script"] = trace.script
+    return entry
+
+
+def build(
+    info: RunInfo,
+    analysis: RunAnalysis,
+    environment: dict[str, Any],
+    written: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+) -> dict[str, Any]:
+    """The whole summary document: ``analysis`` serialised (``written``: per workload slug,
+    the files the renderers made per phase)."""
+    from profiler import __version__
+
+    entries = [workload_summary(w, (written or {}).get(w.outcome.slug)) for w in analysis.workloads]
+    doc = clean(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": TOOL_NAME, "version": __version__},
+            "run": {
+                "id": info.run_id,
+                "status": info.status,
+                "started": _iso(info.started),
+                "wall_s": round((info.finished or time.time()) - info.started, 3),
+                "phases": list(info.phases),
+                "options": info.options,
+                "notes": list(info.notes),
+            },
+            "environment": environment,
+            "workloads": entries,
+            "experiments": analysis.experiments,
+            "diagnoses": [d.to_json() for d in analysis.diagnoses],
+            "efficiency": analysis.efficiency,
+        }
+    )
+    # The environment section is recorded on purpose (an allow-list); everything else is
+    # measurement data whose strings may hold paths: scrub them.
+    return {k: v if k == "environment" else scrub(v) for k, v in doc.items()}
+
+
+def schema() -> dict[str, Any]:
+    text = resources.files("profiler.reports").joinpath("schema/summary.schema.json").read_text()
+    return json.loads(text)
+
+
+def validate(doc: dict[str, Any]) -> None:
+    """Raise ``SummaryError`` (one line per problem, at most five) if ``doc`` breaks the schema."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [
+            f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
+            for e in errors[:5]
+        ]
+        raise SummaryError("summary does not match its schema:\n" + "\n".join(lines))
+
+
+_ABS_PATH = re.compile(r"(?<![\w.])/(?:[\w.@+-]+/)+[\w.@+-]*")
+_XPLANE = re.compile(r"/[^/\s\"']+\.xplane\.pb")
+
+
+def short_path(path: str, cwd: str | None = None) -> str:
+    """An absolute path without the machine's layout.
+
+    Package files become relative to ``site-packages``, files under the working directory
+    relative to it, anything else its last two components.
+    """
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1]
+    cwd = os.getcwd() if cwd is None else cwd
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        return path[len(cwd.rstrip("/")) + 1 :]
+    parts = [p for p in path.split("/") if p]
+    return "/".join(parts[-2:])
+
+
+def scrub(value: Any, cwd: str | None = None) -> Any:
+    """Strings of ``value`` with absolute paths shortened and the capture's host name hidden.
+
+    The summary is a report: it must not carry the machine's directory layout (home and
+    checkout paths in tracebacks, file names, commands) or its host name (TensorFlow names
+    each capture ``<host>.xplane.pb``). The raw artefacts keep everything.
+    """
+    if isinstance(value, str):
+        if "/" not in value:
+            return value
+        text = _ABS_PATH.sub(lambda m: short_path(m.group(0), cwd), value)
+        return _XPLANE.sub("/<host>.xplane.pb", text)
+    if isinstance(value, dict):
+        return {k: scrub(v, cwd) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v, cwd) for v in value]
+    return value
+
+
+def clean(value: Any) -> Any:
+    """Replace NaN and infinities (a diverged loss) by None: JSON has no spelling for them."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(clean(doc), indent=1, allow_nan=False) + "\n"
