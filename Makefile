@@ -16,7 +16,7 @@ RUN ?= runs/latest
 help:
 	@echo "make profile       set up on first use, then profile the default suite -> runs/<id>/"
 	@echo "make profile FULL=1   the seeds' own step counts (1e5 steps for seed 000)"
-	@echo "make test          the whole test suite (TensorFlow, TensorBoard, Chromium included)"
+	@echo "make test          the linters, then the whole test suite (TensorFlow, TensorBoard, Chromium)"
 	@echo "make tensorboard   TensorBoard on 127.0.0.1:$(PORT) over $(RUN)/tensorboard"
 	@echo "make bench         overhead and prediction figures for this machine"
 	@echo "make lint          ruff (lint + format check) and mypy"
@@ -53,13 +53,14 @@ tensorboard: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m profiler.bench $(ARGS)
 
-test: $(STAMP) browser
+# The linters first (CI runs only this target), then the tests.
+test: $(STAMP) browser lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy profiler workloads reports
+	$(PY) -m mypy profiler
 
 format: $(STAMP)
 	$(PY) -m ruff format .

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from profiler.analysis import stacks as rules
@@ -468,3 +470,19 @@ def test_recorded_stacks() -> None:
         [("compute", 7), ("dispatch", 3), ("python", 2), ("feed_fetch", 5), ("native_session", 11)]
     )
     assert all(s.thread == "main" for s in samples)
+
+
+def test_the_toolkits_own_frames_are_known_by_their_modules_wherever_they_live():
+    """The rows for the toolkit's own code come from its modules (names, qualified names), so
+    they hold for a checkout anywhere and for an installed copy, and follow a moved module."""
+    from profiler.capture.schedule import Windows
+
+    code = Windows.segment.__code__
+    here = Frame(Windows.segment.__qualname__, code.co_filename, code.co_firstlineno)
+    installed = Frame(here.function, "/x/site-packages/profiler/capture/schedule.py", 10)
+    elsewhere = Frame(here.function, "/home/u/src/profiler/capture/schedule.py", 10)
+    assert all(rules.in_steps((f,)) for f in (here, installed, elsewhere))
+    # Another module's function of the same name is not the step driver.
+    assert not rules.in_steps((Frame(here.function, "/x/site-packages/other/schedule.py", 10),))
+    row = next(r for r in rules.RULES if r.name == "step-segment")
+    assert row.function == re.escape(Windows.segment.__qualname__)

@@ -1,4 +1,6 @@
-"""One real short run of the whole suite: schema, attribution, experiments, diagnoses."""
+"""The whole suite: one real short run (every workload and phase runs, the summary validates),
+and the recorded run (``tests.recorded``) for attribution, experiments and diagnoses, whose
+figures are the same on every machine."""
 
 from __future__ import annotations
 
@@ -8,16 +10,20 @@ import pytest
 
 from profiler.analysis import attribution
 from profiler.model import CATEGORIES
-from profiler.processes.runner import load_trace
 from profiler.reports import summary
-
-pytestmark = [pytest.mark.tf, pytest.mark.slow]
-
+from tests import recorded as recorded_run
 
 def _w(doc, name):
     return next(w for w in doc["workloads"] if w["name"] == name)
 
 
+@pytest.fixture(scope="module")
+def recorded():
+    return recorded_run.summary_of_recording()
+
+
+@pytest.mark.tf
+@pytest.mark.slow
 def test_every_workload_ran_and_its_summary_validates(suite_run):
     doc = json.loads((suite_run.run_dir / "summary.json").read_text())
     summary.validate(doc)
@@ -32,38 +38,38 @@ def test_every_workload_ran_and_its_summary_validates(suite_run):
             assert statuses["framework"] == "ok" and statuses["hooks"] == "ok", w["name"]
 
 
-def test_every_timed_step_is_split_into_categories_that_sum_to_it(suite_run):
-    for o in suite_run.outcomes:
-        trace = load_trace(suite_run.run_dir / "workloads" / o.slug / "model.json.gz")
-        att = attribution.attribute(trace)
-        durations = trace.phase("timed").window.durations_ns()
+def test_every_timed_step_is_split_into_categories_that_sum_to_it(recorded):
+    outcomes, _x, _e = recorded_run.load()
+    for o in outcomes:
+        att = attribution.attribute(o.trace)
+        durations = o.trace.phase("timed").window.durations_ns()
         assert len(att.steps) == len(durations)
         for row, d in zip(att.steps, durations, strict=True):
             assert sum(row) == d and min(row) >= 0
-        s = _w(suite_run.summary, o.spec.name)["attribution"]
+        s = _w(recorded, o.spec.name)["attribution"]
         total_ms = sum(s["window_total_ms"][c] for c in CATEGORIES)
         assert total_ms == pytest.approx(sum(durations) / 1e6, rel=1e-6)
 
 
-def test_tf1_gd_is_mostly_overhead_and_its_compute_matches_step_stats(suite_run):
-    att = _w(suite_run.summary, "tf1_gd")["attribution"]
+def test_tf1_gd_is_mostly_overhead_and_its_compute_matches_step_stats(recorded):
+    att = _w(recorded, "tf1_gd")["attribution"]
     assert att["overhead_share"] >= 0.70
     assert att["method"] == "hooks+kernels"
     (check,) = [c for c in att["checks"] if c["name"] == "compute vs step_stats kernel time"]
     assert check["ok"], check
     # The seed pair's "other" stays small: the attribution explains the step.
     for name in ("numpy_gd", "tf1_gd"):
-        assert _w(suite_run.summary, name)["attribution"]["share"]["other"] <= 0.15, name
+        assert _w(recorded, name)["attribution"]["share"]["other"] <= 0.15, name
 
 
-def test_numpy_compute_share_agrees_with_the_size_sweep(suite_run):
-    att = _w(suite_run.summary, "numpy_gd")["attribution"]
+def test_numpy_compute_share_agrees_with_the_size_sweep(recorded):
+    att = _w(recorded, "numpy_gd")["attribution"]
     (check,) = [c for c in att["checks"] if "size sweep" in c["name"]]
     assert check["ok"], check
 
 
-def test_every_pair_has_a_prediction_and_a_measurement(suite_run):
-    x = suite_run.summary["experiments"]
+def test_every_pair_has_a_prediction_and_a_measurement(recorded):
+    x = recorded["experiments"]
     assert x["status"] == "ok"
     assert len(x["pairs"]) == 6
     for p in x["pairs"]:
@@ -77,8 +83,8 @@ def test_every_pair_has_a_prediction_and_a_measurement(suite_run):
     assert x["sweep"]["numpy_gd"]["fit"]["b_ns_per_sample"] > 0
 
 
-def test_a_diagnosis_fires_on_tf1_gd_and_not_on_its_in_graph_control(suite_run):
-    fired = {(d["name"], d["rule"]) for d in suite_run.summary["diagnoses"]}
+def test_a_diagnosis_fires_on_tf1_gd_and_not_on_its_in_graph_control(recorded):
+    fired = {(d["name"], d["rule"]) for d in recorded["diagnoses"]}
     assert ("tf1_gd", "feed_dict_cost_measured") in fired
     assert ("tf1_gd", "overhead_bound_measured") in fired
     control = {rule for name, rule in fired if name == "tf1_gd_whileloop"}
@@ -90,8 +96,14 @@ def test_a_diagnosis_fires_on_tf1_gd_and_not_on_its_in_graph_control(suite_run):
     }
     feed = next(
         d
-        for d in suite_run.summary["diagnoses"]
+        for d in recorded["diagnoses"]
         if d["name"] == "tf1_gd" and d["rule"] == "feed_dict_cost_measured"
     )
-    att = _w(suite_run.summary, "tf1_gd")["attribution"]
+    att = _w(recorded, "tf1_gd")["attribution"]
     assert f"{att['parts_us']['feed_fetch.feed']:.0f} µs per step" in feed["message"]
+
+
+def test_the_recording_reproduces_the_golden_summary(recorded):
+    """Analysis is a pure function of the traces: the recorded run's summary is the golden one
+    (after an intended change: ``python -m tests.recorded --golden-only``)."""
+    assert recorded == json.loads(recorded_run.GOLDEN_SUMMARY.read_text())

@@ -1,11 +1,12 @@
 """The runner: one process per workload, time-outs, failure isolation, progress.
 
-Place in the pipeline: ``cli`` -> **runner** -> (``worker`` processes) -> ``summary`` ->
-``reports``. The runner owns the run folder (``profiler.processes.rundir``): it creates
-``runs/<id>.partial/``, starts ``python -m profiler.capture.worker`` for each workload with its own
-folder, waits for it under a time-out, and turns whatever it left (``model.json.gz``, possibly
-partial; ``error.txt``; the tail of its stderr) into a ``WorkloadOutcome``. A workload that raises,
-crashes or hangs is recorded as failed or timed out and the next one runs.
+Place in the pipeline: ``profiler.processes.pipeline`` calls ``run_all`` with the run folder
+it reserved; the runner starts ``python -m profiler.capture.worker`` for each workload (or the
+script process for a user's script) with its own folder under it, waits for it under a
+time-out, and turns whatever it left (``model.json.gz``, possibly partial; ``error.txt``; the
+tail of its stderr) into a ``WorkloadOutcome``. A workload that raises, crashes or hangs is
+recorded as failed or timed out and the next one runs. ``run_process`` is the one way a
+measurement process is started (the experiments and efficiency processes too).
 
 The workload's own stdout and stderr go to ``stdout.log`` and ``stderr.log`` in its folder, so the
 terminal shows only the progress bar and the final table. A user's script

@@ -47,6 +47,7 @@ from profiler.capture.loop import (
     TF2,
     LoopEnded,
     LoopInfo,
+    Params,
     WorkloadSpec,
 )
 from profiler.capture.phases import Phase, PhaseContext, PhaseUnavailable
@@ -263,7 +264,7 @@ class Outcome:
     warmup: Window = field(default_factory=lambda: Window("warmup", ()))
     records: list[PhaseRecord] = field(default_factory=list)
     work: WorkDecl = field(default_factory=lambda: WorkDecl(1, 1, 1, 0, 0))
-    params: dict[str, Any] = field(default_factory=lambda: {"steps": 1, "n": 1, "seed": 0, "k": 1})
+    params: dict[str, Any] = field(default_factory=lambda: Params(steps=1, n=1).as_dict())
     marker_cost_ns: int = 0
     kind: str = ""
     plan: dict[str, Any] = field(default_factory=dict)
@@ -425,7 +426,7 @@ class Schedule:
             "phases": {k: v.to_json() for k, v in slots.items()},
         }
         timed = slots.get("timed")
-        self.out.params = {"steps": timed.window if timed else 1, "n": 1, "seed": 0, "k": 1}
+        self.out.params = Params(steps=timed.window if timed else 1, n=1).as_dict()
         self.write(self.out)
         for phase in self.phases:
             slot = slots.get(phase.name)
