@@ -62,6 +62,17 @@ def _positive_int(text: str) -> int:
     return int(value)
 
 
+def _count(text: str) -> int:
+    """A small non-negative integer (``--repeat``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if not 0 <= value <= 10:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 10, got {text!r}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -117,7 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="seconds per workload (600; a script: no limit unless given)",
     )
-    run.add_argument("--warmup", type=_positive_int, default=50, help="warm-up steps (50)")
+    run.add_argument(
+        "--warmup",
+        type=_positive_int,
+        default=None,
+        help="warm-up steps (a workload: 50; a script: ~0.3 s of steps, 3 to 20)",
+    )
     run.add_argument(
         "--metric-points", type=_positive_int, default=20, help="loss points in the timed window"
     )
@@ -167,6 +183,14 @@ def build_parser() -> argparse.ArgumentParser:
         "windows are sized to fit into N steps)",
     )
     script.add_argument(
+        "--repeat",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="run the script up to N more times while phases that apply to it got no steps "
+        "(it ended first): each run measures the phases still missing",
+    )
+    script.add_argument(
         "--graph-mode",
         "--tf1",
         dest="graph_mode",
@@ -199,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: ``run`` options that apply to a script only.
-SCRIPT_OPTIONS = ("step_function", "step_line", "max_steps", "graph_mode", "stdin")
+SCRIPT_OPTIONS = ("step_function", "step_line", "max_steps", "graph_mode", "stdin", "repeat")
 
 
 def split_script(
@@ -362,13 +386,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         out_root=args.out,
         timeout_s=args.timeout or RunOptions.timeout_s,
         script_timeout_s=args.timeout,
-        warmup_steps=args.warmup,
+        warmup_steps=args.warmup or RunOptions.warmup_steps,
         metric_points=args.metric_points,
+        script_repeat=args.repeat,
         # A script's own output goes to the terminal: no bar to tear it apart.
         progress=not args.no_progress and script is None,
         options={
             **({"sample_rate": args.sample_rate} if args.sample_rate else {}),
             **({"time_scale": 0.5} if args.quick else {}),
+            **({"warmup_fixed": True} if args.warmup else {}),
         },
         experiments=(
             args.experiments
@@ -387,10 +413,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     except rundir.RunDirError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return pipeline.EXIT_OUTPUT
-    print(text.table(viewmodel.build(result.summary)))
+    vm = viewmodel.build(result.summary)
+    print(text.table(vm))
     for w in result.summary.get("workloads", []):
         if w.get("script"):
             print(f"{w['label']}: {w['script']['message']}")
+    answer = text.answer(vm)
+    if answer:
+        print(f"\n{answer}")
     if result.status == "interrupted":
         print(f"\ninterrupted: partial results kept in {result.run_dir}", file=sys.stderr)
     else:

@@ -59,7 +59,7 @@ def step_bars(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "orientation": "h",
             "name": CATEGORY_LABELS[c],
             "y": labels,
-            "x": [round(r["typical_us"][c], 3) for r in rows],
+            "x": [round(v, 3) if (v := r["typical_us"][c]) is not None else None for r in rows],
             "marker": {"color": COLORS[c]},
             "hovertemplate": "%{y}<br>" + CATEGORY_LABELS[c] + ": %{x:,.1f} µs<extra></extra>",
         }
@@ -281,3 +281,29 @@ def efficiency_curve(
         "data": data,
         "layout": layout,
     }
+
+
+def step_series(chart_id: str, label: str, series: dict[str, Any]) -> dict[str, Any]:
+    """Every step's time across the run's windows (log scale), one colour per window: the
+    warm-up's first steps, an epoch's first batch, a retrace stand out from the median."""
+    windows = list(dict.fromkeys(series["window"]))
+    data = []
+    for i, name in enumerate(windows):
+        idx = [j for j, w in enumerate(series["window"]) if w == name]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": name,
+                "x": [series["step"][j] for j in idx],
+                "y": [series["us"][j] for j in idx],
+                "marker": {"size": 4, "color": SERIES_COLORS[i % len(SERIES_COLORS)]},
+                "hovertemplate": "step %{x}<br>%{y:,.1f} µs<extra>" + name + "</extra>",
+            }
+        )
+    layout = _layout(
+        height=300,
+        xaxis={"title": {"text": "step"}},
+        yaxis={"title": {"text": "µs per step"}, "type": "log"},
+    )
+    return {"id": chart_id, "title": f"{label}: every step's time", "data": data, "layout": layout}

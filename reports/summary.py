@@ -87,6 +87,22 @@ def _stats_obj(s: stats.StepStats | None) -> dict[str, Any] | None:
     }
 
 
+def _distribution_obj(d: stats.Distribution | None) -> dict[str, Any] | None:
+    if d is None:
+        return None
+    return {
+        "steps": d.steps,
+        "median_us": _us(d.median_ns),
+        "mean_us": _us(d.mean_ns),
+        "p90_us": _us(d.p90_ns),
+        "p99_us": _us(d.p99_ns),
+        "max_us": _us(d.max_ns),
+        "outliers": d.outliers,
+        "outlier_factor": stats.OUTLIER_FACTOR,
+        "outlier_share": round(d.outlier_share, 4),
+    }
+
+
 def _work_obj(w: WorkDecl) -> dict[str, Any]:
     return {
         "samples_per_step": w.samples_per_step,
@@ -140,18 +156,25 @@ def _attribution_obj(att: Attribution | None, checks: list[Check]) -> dict[str, 
     k = att.units_per_step
     totals = attribution.step_totals(att)
     units = len(att.steps)
+
+    def known(values: dict[str, float]) -> dict[str, float | None]:
+        # Unknown is not zero: a category no source measured has no figure.
+        return {c: (v if att.measured(c) else None) for c, v in values.items()}
+
     medians = {
         c: median_ns([row[i] for row in att.steps]) / k / 1e3 for i, c in enumerate(CATEGORIES)
     }
+    overhead = att.overhead_share
     return {
         "method": att.method,
         "reference_us": att.reference_ns / 1e3,
-        "typical_us": {c: att.typical[c] / 1e3 for c in CATEGORIES},
-        "share": {c: round(att.share(c), 5) for c in CATEGORIES},
-        "overhead_share": round(att.overhead_share, 5),
-        "mean_us": {c: totals[c] / units / k / 1e3 for c in CATEGORIES},
-        "median_us": medians,
-        "window_total_ms": {c: totals[c] / 1e6 for c in CATEGORIES},
+        "typical_us": known({c: att.typical[c] / 1e3 for c in CATEGORIES}),
+        "share": known({c: round(att.share(c), 5) for c in CATEGORIES}),
+        "overhead_share": round(overhead, 5) if overhead is not None else None,
+        "not_measured": dict(att.not_measured),
+        "mean_us": known({c: totals[c] / units / k / 1e3 for c in CATEGORIES}),
+        "median_us": known(medians),
+        "window_total_ms": known({c: totals[c] / 1e6 for c in CATEGORIES}),
         "steps": units * k,
         "parts_us": {p: v / 1e3 for p, v in sorted(att.parts.items())},
         "sources": att.sources,
@@ -300,6 +323,8 @@ def workload_summary(
                 "inflation": round(wa.inflation[p.name], 4) if p.name in wa.inflation else None,
                 "artefacts": [*p.artefacts, *((written or {}).get(p.name, ()))],
                 "data": _phase_data(p, wa),
+                "missed": p.missed,
+                "repeat": p.repeat,
             }
         )
     last_step = max(
@@ -322,6 +347,13 @@ def workload_summary(
         ),
     }
     entry["final"] = {k: float(v) for k, v in trace.final.items()}
+    entry["distribution"] = _distribution_obj(wa.distribution)
+    if wa.series is not None:
+        entry["series"] = {
+            "step": list(wa.series.step),
+            "us": [_us(d) for d in wa.series.dur_ns],
+            "window": list(wa.series.window),
+        }
     entry["sampling"] = _sampling_obj(wa)
     entry["attribution"] = _attribution_obj(wa.attribution, wa.checks)
     if trace.script:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from profiler.analysis.compare import LABELS
+from profiler.reports.focus_view import duration
 
 
-def _num(v: float | None, fmt: str) -> str:
-    return "-" if v is None else format(v, fmt)
+def _num(v: float | None, fmt: str, width: int = 0, missing: str = "-") -> str:
+    """``v`` formatted, or ``missing`` right-aligned to ``width``."""
+    return missing.rjust(width) if v is None else format(v, fmt)
 
 
 def table(vm: dict[str, Any]) -> str:
@@ -42,6 +44,32 @@ def table(vm: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def answer(vm: dict[str, Any]) -> str:
+    """Under the table: for each workload of the user's own code, where its step goes (the
+    split, largest first) and the costliest findings with their fixes."""
+    out = []
+    for card in vm.get("focus") or []:
+        if not card["split"]:
+            continue
+        out.append(card["sentence"])
+        parts = []
+        for r in card["split"]:
+            if not r["measured"]:
+                parts.append(f"{r['label']} not measured ({r['why']})")
+            elif r["us"]:
+                parts.append(f"{r['label']} {duration(r['us'])} ({100 * r['share']:.0f}%)")
+        out.append("  " + "; ".join(parts))
+        if card["findings"]:
+            out.append("what to change, costliest first:")
+            for i, d in enumerate(card["findings"], 1):
+                out.append(f"  {i}. {d['message']}")
+                out.append(f"     fix: {d['fix']}")
+        elif card["overhead_share"] is not None:
+            out.append("  no finding fired on this run's figures.")
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
 def comparison(doc: dict[str, Any]) -> str:
     """The terminal rendering: the sentence, then a table of both sides by category."""
     lines = []
@@ -52,8 +80,9 @@ def comparison(doc: dict[str, Any]) -> str:
         lines.append(head)
         for cat in c["order"]:
             lines.append(
-                f"  {LABELS[cat]:12s} {a['typical_us'][cat]:18,.1f} {b['typical_us'][cat]:18,.1f}"
-                f" {c['difference_us'][cat]:+10,.1f}"
+                f"  {LABELS[cat]:12s} {_num(a['typical_us'][cat], '18,.1f', 18, 'n/m')}"
+                f" {_num(b['typical_us'][cat], '18,.1f', 18, 'n/m')}"
+                f" {_num(c['difference_us'][cat], '+10,.1f', 10, 'n/m')}"
             )
         lines.append(
             f"  {'step':12s} {a['step_us']:18,.1f} {b['step_us']:18,.1f} "

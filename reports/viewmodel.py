@@ -19,6 +19,7 @@ from profiler.analysis.compare import one as compare_one
 from profiler.model import CATEGORIES
 from profiler.reports import charts
 from profiler.reports.efficiency_view import efficiency_view
+from profiler.reports.focus_view import focus
 from profiler.workloads import casestudy
 
 TOP_OPS = 10
@@ -83,6 +84,7 @@ def workload_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 "share": att.get("share"),
                 "reference_us": att.get("reference_us"),
                 "overhead_share": att.get("overhead_share"),
+                "not_measured": att.get("not_measured") or {},
                 "method": att.get("method"),
                 "parts_us": att.get("parts_us", {}),
                 "checks": att.get("checks", []),
@@ -276,6 +278,13 @@ def build(summary: dict[str, Any]) -> dict[str, Any]:
         ):
             chart_list.append(charts.efficiency_curve(eff["curves"], axis, label, log_x))
     answers = casestudy.answers(summary)
+    cards = focus(summary, answered=bool(answers))
+    by_slug = {w["slug"]: w for w in summary.get("workloads", [])}
+    for i, card in enumerate(cards):
+        series = by_slug[card["slug"]].get("series")
+        if series and series.get("step"):
+            card["chart_id"] = f"chart-series-{i}"
+            chart_list.append(charts.step_series(card["chart_id"], card["label"], series))
     diagnoses = list(summary.get("diagnoses") or []) + list((eff or {}).get("diagnoses") or [])
     return {
         "title": f"Training-loop profile, run {run.get('id', '?')}",
@@ -293,6 +302,7 @@ def build(summary: dict[str, Any]) -> dict[str, Any]:
         "category_labels": dict(charts.CATEGORY_LABELS),
         "category_colors": dict(charts.COLORS),
         "answers": answers,
+        "focus": cards,
         "workloads": rows,
         "failed": [
             {"label": r["label"], "status": r["status"], "error": r["error"]} for r in failed

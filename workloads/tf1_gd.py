@@ -113,6 +113,8 @@ class Graph:
             fetches=fetches,
             feeds=feeds,
             feed_arrays=feed_arrays,
+            # Every seed-000 step feeds the same two arrays.
+            same_feeds=True if feeds else None,
             k=k,
         )
         return Loop(

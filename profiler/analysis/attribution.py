@@ -41,6 +41,7 @@ import re
 from dataclasses import dataclass, field
 
 from profiler.analysis import sampling
+from profiler.analysis.stacks import TEMPORARY_LABELS
 from profiler.model import CATEGORIES, OK, WorkloadTrace
 from profiler.model.records import (
     ATTRIBUTION_PARTS,
@@ -52,6 +53,11 @@ from profiler.model.records import (
 
 COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING, OTHER = CATEGORIES
 EXPLAINED = (COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING)
+
+#: What measures each category when it is missing (``Attribution.not_measured``).
+FRAMEWORK_PHASE = "the framework phase (kernel time)"
+SAMPLED_NATIVE = "the sampled phase with --native (numpy's kernels)"
+PYTHON_SIDE = "the sampled or hooks phase (the Python side of a step)"
 
 #: Kernel names of the input pipeline: their time is feeding data, not arithmetic.
 DATA_OPS = re.compile(r"Iterator|Optional(HasValue|GetValue|None|FromValue)|Prefetch|Shuffle")
@@ -76,6 +82,8 @@ class Attribution:
             k training steps is split as a whole); each row sums to that unit's wall time.
         units_per_step: training steps per unit (divide a row by it for per-step figures).
         notes: anything a reader must know (scaling, bounds, what could not be resolved).
+        not_measured: categories no source measured in this run, each with the phase that
+            would measure it; their time is in ``other``, never counted as zero.
     """
 
     workload: str
@@ -87,14 +95,19 @@ class Attribution:
     steps: tuple[tuple[int, ...], ...]
     units_per_step: int = 1
     notes: list[str] = field(default_factory=list)
+    not_measured: dict[str, str] = field(default_factory=dict)
 
     def share(self, category: str) -> float:
         return self.typical[category] / self.reference_ns if self.reference_ns else 0.0
 
+    def measured(self, category: str) -> bool:
+        return category not in self.not_measured
+
     @property
-    def overhead_share(self) -> float:
-        """Everything but ``compute``, as a share of the typical step."""
-        return 1.0 - self.share(COMPUTE)
+    def overhead_share(self) -> float | None:
+        """Everything but ``compute``, as a share of the typical step (None when the kernels
+        were not measured: unknown is not zero)."""
+        return 1.0 - self.share(COMPUTE) if self.measured(COMPUTE) else None
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -118,6 +131,7 @@ class _Builder:
     sources: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     unresolved: float = 0.0
+    not_measured: dict[str, str] = field(default_factory=dict)
 
     def add(self, category: str, ns: float, source: str, part: str = "") -> None:
         if ns <= 0:
@@ -142,6 +156,7 @@ class Kernels:
     data_ns: float
     executor_ns: float
     source: str
+    run_call_ns: float = 0.0
 
 
 def kernels(trace: WorkloadTrace) -> Kernels | None:
@@ -174,7 +189,7 @@ def kernels(trace: WorkloadTrace) -> Kernels | None:
                 "step_stats (FULL_TRACE) time"
             )
     compute = max(union + extra - data_ns, 0.0)
-    return Kernels(compute, data_ns, executor, source)
+    return Kernels(compute, data_ns, executor, source, float(fw.median_ns.run_call_ns) / k)
 
 
 # --- the sources -----------------------------------------------------------------------------
@@ -247,9 +262,12 @@ def _split_native(native: float, kern: Kernels | None, b: _Builder, source: str)
         return
     if kern is None:
         b.unresolved += native
+        b.not_measured.setdefault(COMPUTE, FRAMEWORK_PHASE)
+        b.not_measured.setdefault(DISPATCH, FRAMEWORK_PHASE)
         b.notes.append(
-            f"{native / 1e3:.1f} µs/step inside the native framework call could not be split "
-            "into kernels and dispatch (no framework capture); counted as other"
+            f"{native / 1e3:.1f} µs/step inside the native framework call: its kernels and "
+            "dispatch were not measured (the framework phase did not run); that time is in "
+            "other"
         )
         return
     compute = min(kern.compute_ns, native)
@@ -283,6 +301,14 @@ def _samples_composition(
     total = sum(counts.values())
     sampled: SampledData | None = trace.data("sampled")
     rate = sampled.rate_hz if sampled is not None else None
+    tensorflow = any(label in counts for label in TEMPORARY_LABELS) or kern is not None
+    if sampled is not None and not sampled.native and not tensorflow:
+        # Without native frames a ufunc's inner loop is the Python line that called it.
+        b.not_measured.setdefault(COMPUTE, SAMPLED_NATIVE)
+        b.notes.append(
+            "sampled without --native: numpy's kernels cannot be told from the calls around "
+            "them, so compute is not measured and dispatch or python hold it"
+        )
     source = f"samples: {total} main-thread samples at {rate} Hz, shares of the timed step"
     native = 0.0
     for label, n in counts.items():
@@ -314,6 +340,19 @@ def _refine_outside(counts: dict[str, int] | None, b: _Builder, reference: int) 
         if move > 0:
             b.ns[PYTHON] -= move
             b.add(category, move, "samples: share of the step in data loading/tracing Python")
+
+
+def _kernels_only(b: _Builder, kern: Kernels, reference: int) -> None:
+    """Only the framework capture measured the step: its kernels and the native call around
+    them; the Python side is not measured (it is in ``other``)."""
+    native = min(max(kern.run_call_ns, kern.compute_ns + kern.data_ns), float(reference))
+    _split_native(native, kern, b, "kernels: the native call in the framework capture")
+    for c in (FEED_FETCH, PYTHON, TRACING):
+        b.not_measured.setdefault(c, PYTHON_SIDE)
+    b.notes.append(
+        "only the framework capture measured this step: kernels and the native call; the "
+        "Python side (feed/fetch, Python, tracing) was not measured and is in other"
+    )
 
 
 # --- the attribution -------------------------------------------------------------------------
@@ -349,10 +388,15 @@ def attribute(trace: WorkloadTrace, samples: sampling.Analysis | None = None) ->
         if kern is not None:
             methods.append("kernels")
         _samples_composition(trace, b, kern, reference, counts)
+    elif kern is not None:
+        methods.append("kernels")
+        _kernels_only(b, kern, reference)
     else:
+        for c in EXPLAINED:
+            b.not_measured[c] = PYTHON_SIDE if c not in (COMPUTE, DISPATCH) else FRAMEWORK_PHASE
         b.notes.append(
-            "no hooks or samples for this workload: the whole step is other "
-            "(run the sampled or hooks phase to attribute it)"
+            "no hooks, samples or kernels for this workload: nothing was measured but the "
+            "step's wall time (run the sampled, hooks or framework phase to attribute it)"
         )
     typical, parts = _settle(b, reference)
     steps = tuple(_split_step(u, typical, reference * k, k) for u in units)
@@ -369,6 +413,7 @@ def attribute(trace: WorkloadTrace, samples: sampling.Analysis | None = None) ->
         steps=steps,
         units_per_step=k,
         notes=b.notes,
+        not_measured=dict(b.not_measured),
     )
 
 

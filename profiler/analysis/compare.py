@@ -62,10 +62,23 @@ def one(a_doc: dict, a: dict, b_doc: dict, b: dict) -> dict[str, Any]:
     """The comparison of workload ``a`` (of run ``a_doc``) with ``b``."""
     at, bt = a["attribution"], b["attribution"]
     a_step, b_step = at["reference_us"], bt["reference_us"]
-    diff = {c: at["typical_us"][c] - bt["typical_us"][c] for c in CATEGORIES}
+    # A category one side did not measure has no difference (unknown is not zero).
+    diff = {
+        c: (
+            at["typical_us"][c] - bt["typical_us"][c]
+            if at["typical_us"][c] is not None and bt["typical_us"][c] is not None
+            else None
+        )
+        for c in CATEGORIES
+    }
     ratio = a_step / b_step if b_step else None
-    order = sorted(CATEGORIES, key=lambda c: -abs(diff[c]))
-    terms = [f"{diff[c]:+,.1f} µs {LABELS[c]}" for c in order if abs(diff[c]) >= 0.05]
+    order = sorted(CATEGORIES, key=lambda c: -abs(diff[c] or 0.0))
+    terms = [
+        f"{d:+,.1f} µs {LABELS[c]}" for c in order if (d := diff[c]) is not None and abs(d) >= 0.05
+    ]
+    unknown = [LABELS[c] for c in order if diff[c] is None]
+    if unknown:
+        terms.append(f"{', '.join(unknown)} not measured on both sides")
     if ratio is None:
         verdict = f"{a['label']} vs {b['label']}"
     elif ratio >= 1:

@@ -67,6 +67,8 @@ class WorkloadAnalysis:
         line_tables: the lines phase's tables (``profiler.analysis.lines.tables``).
         lines_inflation_vs_warmup: the lines window's median step over the warm-up's.
         checks: the attribution's cross-checks.
+        distribution: the timed window's spread (tail, outliers).
+        series: every window's step times in step order (thinned).
     """
 
     outcome: Any
@@ -80,6 +82,8 @@ class WorkloadAnalysis:
     line_tables: list[dict[str, Any]] = field(default_factory=list)
     lines_inflation_vs_warmup: float | None = None
     checks: list[Check] = field(default_factory=list)
+    distribution: stats.Distribution | None = None
+    series: stats.Series | None = None
 
     @property
     def name(self) -> str:
@@ -150,6 +154,8 @@ def analyse_workload(outcome: Outcome) -> WorkloadAnalysis:
         attribution=att,
         line_tables=tables,
         lines_inflation_vs_warmup=lines_vs_warmup,
+        distribution=stats.distribution(timed.window, w) if timed and timed.window else None,
+        series=stats.series(trace),
     )
 
 

@@ -88,3 +88,76 @@ def inflation(trace: WorkloadTrace) -> list[Inflation]:
             continue
         out.append(Inflation(p.name, base, median_ns(p.window.durations_ns())))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Distribution:
+    """How a window's step times spread: the tail and the outliers a median hides.
+
+    ``outliers`` are steps longer than ``OUTLIER_FACTOR`` × the median (an epoch's first batch,
+    a validation pass, a GC pause); ``outlier_share`` is their part of the window's time.
+    """
+
+    steps: int
+    median_ns: int
+    mean_ns: int
+    p90_ns: int
+    p99_ns: int
+    max_ns: int
+    outliers: int
+    outlier_share: float
+
+
+#: A step this many times the median is an outlier.
+OUTLIER_FACTOR = 3.0
+
+
+def distribution(window: Window, work: WorkDecl) -> Distribution | None:
+    """The spread of a window's per-step times; None if it has no steps."""
+    d = per_step(window.durations_ns(), work)
+    if not d:
+        return None
+    med = median_ns(d)
+    slow = [x for x in d if x > OUTLIER_FACTOR * med]
+    total = sum(d)
+    return Distribution(
+        steps=len(d),
+        median_ns=med,
+        mean_ns=total // len(d),
+        p90_ns=percentile_ns(d, 90),
+        p99_ns=percentile_ns(d, 99),
+        max_ns=max(d),
+        outliers=len(slow),
+        outlier_share=sum(slow) / total if total else 0.0,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """Step times across a run's windows, in step order, at most ``MAX_SERIES`` points: each
+    point is the longest step of a run of consecutive steps (outliers stay visible)."""
+
+    step: tuple[int, ...]
+    dur_ns: tuple[int, ...]
+    window: tuple[str, ...]
+
+
+MAX_SERIES = 1_000
+
+
+def series(trace: WorkloadTrace, max_points: int = MAX_SERIES) -> Series:
+    """Every window's steps (warm-up first) as one series, thinned to ``max_points``."""
+    k = trace.work.units_per_step
+    rows: list[tuple[int, int, str]] = []
+    for window in [trace.warmup, *(p.window for p in trace.phases if p.window is not None)]:
+        for seg in window.segments:
+            for j, dur in enumerate(seg.durations_ns()):
+                rows.append(((seg.first_step + j) * k, dur // k, window.phase))
+    rows.sort(key=lambda r: r[0])
+    per = max(1, -(-len(rows) // max_points))
+    picked = [max(rows[i : i + per], key=lambda r: r[1]) for i in range(0, len(rows), per)]
+    return Series(
+        step=tuple(r[0] for r in picked),
+        dur_ns=tuple(r[1] for r in picked),
+        window=tuple(r[2] for r in picked),
+    )

@@ -139,6 +139,7 @@ class LoopInfo:
         fetches: values fetched per ``session.run`` (the attribution splits fetch costs).
         feeds: values fed per ``session.run``.
         feed_arrays: the arrays fed each step (the hooks phase times their dtype cast).
+        same_feeds: whether every step feeds the very same arrays (None: not known).
         k: training steps per call for loops that run several (``tf.while_loop``).
     """
 
@@ -151,6 +152,7 @@ class LoopInfo:
     fetches: int | None = None
     feeds: int | None = None
     feed_arrays: tuple[Any, ...] = ()
+    same_feeds: bool | None = None
     k: int | None = None
 
 

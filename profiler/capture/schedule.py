@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,6 +248,8 @@ def plan(
     timed_steps: int | None = None,
     available: int | None = None,
     scale: float = 1.0,
+    floors: Mapping[str, int] | None = None,
+    extra_s: float | None = None,
 ) -> dict[str, Slot]:
     """Each applicable phase's window, re-warm and extra steps, fitted into ``available``.
 
@@ -255,20 +257,24 @@ def plan(
     window when given). With ``available`` (the steps a limit leaves) and a plan that does not
     fit, re-warms and extra steps shrink (``TIGHT_*``; a phase drops extra steps that would take
     over a tenth of what is left, ``Phase.fit_extra``) and the windows are scaled down together.
-    Sets each phase's budget to its slot.
+    ``floors`` replace the budgets' smallest windows (per phase name) and ``extra_s`` caps each
+    phase's extra steps in seconds (a script's slow steps). Sets each phase's budget to its slot.
     """
     slots: dict[str, Slot] = {}
+    floors = floors or {}
     for phase in phases:
         if phase.applies_to(ctx.spec) is not None:
             continue
+        floor = floors.get(phase.name)
         if phase.name == "timed":
-            want = timed_steps or phase.budget.steps_for(ctx.step_ns, scale)
+            want = timed_steps or phase.budget.steps_for(ctx.step_ns, scale, floor)
             slots[phase.name] = Slot(want, 0, 0)
             continue
-        want = phase.budget.steps_for(ctx.step_ns, scale)
+        want = phase.budget.steps_for(ctx.step_ns, scale, floor)
         if phase.budget.steps is None:
             want = phase.window_steps(ctx, want)
-        slots[phase.name] = Slot(want, phase.budget.rewarm, phase.extra_steps(ctx))
+        extra = phase.limit_extra(ctx, extra_s) if extra_s is not None else phase.extra_steps(ctx)
+        slots[phase.name] = Slot(want, phase.budget.rewarm, extra)
     need = sum(s.window + s.rewarm + s.extra for s in slots.values())
     if available is not None and need > available:
         by_name = {p.name: p for p in phases}
@@ -280,7 +286,8 @@ def plan(
         wanted = sum(s.window for s in slots.values()) or 1
         factor = max(available - fixed, 0) / wanted
         for name, slot in slots.items():
-            slot.window = max(by_name[name].min_window, int(slot.window * factor))
+            floor = min(floors.get(name, by_name[name].min_window), by_name[name].min_window)
+            slot.window = max(floor, int(slot.window * factor))
     for phase in phases:
         chosen = slots.get(phase.name)
         if chosen is not None:

@@ -31,6 +31,8 @@ class Rule:
         when: the condition over the facts.
         message: ``str.format`` template over the facts (the finding, with its numbers).
         fix: template for what to do about it (with what the experiments measured, where known).
+        cost: the fact (µs per step) the finding accounts for, which ranks findings; empty for
+            findings that are not about time.
     """
 
     id: str
@@ -39,12 +41,15 @@ class Rule:
     when: Callable[[Facts], bool]
     message: str
     fix: str = ""
+    cost: str = ""
 
     def __post_init__(self) -> None:
         for template in (self.message, self.fix):
             for _, field, _, _ in string.Formatter().parse(template):
                 if field is not None and field.split(".")[0].split("[")[0] not in self.needs:
                     raise ValueError(f"rule {self.id}: template field {field!r} is not in needs")
+        if self.cost and self.cost not in self.needs:
+            raise ValueError(f"rule {self.id}: its cost {self.cost!r} is not in needs")
 
 
 @dataclass(frozen=True)
@@ -56,14 +61,16 @@ class Diagnosis:
     name: str
     message: str
     fix: str
+    cost_us: float | None = None
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "rule": self.rule,
             "subject": self.subject,
             "name": self.name,
             "message": self.message,
             "fix": self.fix,
+            "cost_us": round(self.cost_us, 3) if self.cost_us is not None else None,
         }
 
 
@@ -85,6 +92,12 @@ def evaluate(rules: Iterable[Rule], subject: str, facts: Iterable[Facts]) -> lis
                     name=str(f.get("name", "")),
                     message=rule.message.format(**f),
                     fix=rule.fix.format(**f),
+                    cost_us=float(f[rule.cost]) if rule.cost else None,
                 )
             )
     return out
+
+
+def ranked(found: Iterable[Diagnosis]) -> list[Diagnosis]:
+    """The costliest findings first (those without a cost last, in their order)."""
+    return sorted(found, key=lambda d: -(d.cost_us if d.cost_us is not None else -1.0))

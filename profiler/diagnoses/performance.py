@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from profiler.diagnoses.engine import Diagnosis, Rule, evaluate
+from profiler.diagnoses.engine import Diagnosis, Facts, Rule, evaluate, ranked
 
 
 def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -26,14 +26,31 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     spec, trace = wa.outcome.spec, wa.trace
     work = trace.work
     k = work.units_per_step
-    typ = {c: v / 1e3 for c, v in att.typical.items()}
+    # A category no source measured is None: a rule that needs it stays silent.
+    typ = {c: v / 1e3 if att.measured(c) else None for c, v in att.typical.items()}
     parts = {p: v / 1e3 for p, v in att.parts.items()}
     step = att.reference_ns / 1e3
     params = wa.outcome.params
+    detection = (trace.script or {}).get("detection") or {}
+    hooks = trace.data("hooks")
+    loop_facts = getattr(hooks, "loop_info", None)
+    # A script's framework is what it turned out to use (its spec says only "script").
+    framework = detection.get("framework") or spec.framework
+    mode = detection.get("mode") or (loop_facts.mode if loop_facts is not None else "")
     f: dict[str, Any] = {
         "name": spec.name,
         "label": spec.label,
-        "framework": spec.framework,
+        "framework": framework,
+        "mode": mode,
+        "script": bool(trace.script),
+        "uses_function": (
+            framework == "keras"
+            or mode == "function"
+            or getattr(hooks, "target", "") == "tf_function"
+        ),
+        "same_feeds": detection.get("same_feeds")
+        if detection.get("same_feeds") is not None
+        else (loop_facts.same_feeds if loop_facts is not None else None),
         "n": params.n if params is not None else None,
         "step_us": step,
         "compute_us": typ["compute"],
@@ -42,22 +59,28 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         "python_us": typ["python"],
         "tracing_us": typ["tracing"],
         "other_us": typ["other"],
-        "overhead_pct": 100 * att.overhead_share,
+        "overhead_pct": 100 * att.overhead_share if att.overhead_share is not None else None,
         "feed_us": parts.get("feed_fetch.feed"),
         "cast_us": parts.get("feed_fetch.cast"),
         "fetch_value_us": parts.get("feed_fetch.fetch_value"),
         "per_call_us": parts.get("dispatch.per_call"),
         # A user's script declares no arithmetic.
         "flops": work.flops_per_step // max(k, 1) if work.flops_per_step else None,
-        "eager": spec.framework == "tf2" and "dispatch.per_call" not in parts,
+        "eager": mode == "eager"
+        or (framework == "tf2" and not mode and "dispatch.per_call" not in parts),
         "units_per_step": k,
     }
     if f["feed_us"] is not None:
         f["feed_pct"] = 100 * f["feed_us"] / step if step else None
     if f["fetch_value_us"] is not None:
         f["fetch_value_pct"] = 100 * f["fetch_value_us"] / step if step else None
-    f["python_dispatch_pct"] = 100 * (typ["python"] + typ["dispatch"]) / step if step else None
-    f["tracing_pct"] = 100 * typ["tracing"] / step if step else None
+    if typ["compute"] is not None:
+        f["overhead_us"] = step - typ["compute"]
+    if step and typ["python"] is not None and typ["dispatch"] is not None:
+        f["python_dispatch_us"] = typ["python"] + typ["dispatch"]
+        f["python_dispatch_pct"] = 100 * f["python_dispatch_us"] / step
+    if step and typ["tracing"] is not None:
+        f["tracing_pct"] = 100 * typ["tracing"] / step
     for pair in (experiments or {}).get("pairs", []):
         key = pair.get("id")
         if key and pair["baseline"] == spec.name and pair["status"] == "ok":
@@ -77,6 +100,10 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     return f
 
 
+def _overhead_bound(f: Facts) -> bool:
+    return f["overhead_pct"] >= 50 and f["units_per_step"] == 1
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         id="overhead_bound_measured",
@@ -85,6 +112,7 @@ RULES: tuple[Rule, ...] = (
             "label",
             "step_us",
             "overhead_pct",
+            "overhead_us",
             "compute_us",
             "flops",
             "whileloop_saving_us",
@@ -95,37 +123,62 @@ RULES: tuple[Rule, ...] = (
         "arithmetic ({flops:,} flops) takes {compute_us:.1f} µs of kernels.",
         fix="Run many steps per call: the same loop inside one session.run (tf.while_loop) "
         "measured {whileloop_variant_us:.1f} µs per step, {whileloop_saving_us:.0f} µs less.",
+        cost="overhead_us",
     ),
     Rule(
         id="overhead_bound",
         subject="workload",
-        needs=("label", "step_us", "overhead_pct", "compute_us", "flops"),
+        needs=("label", "step_us", "overhead_pct", "overhead_us", "compute_us", "flops"),
         when=lambda f: (
-            f["overhead_pct"] >= 50
-            and f["units_per_step"] == 1
+            _overhead_bound(f)
             and f.get("whileloop_saving_us") is None
             and f.get("function_step_saving_us") is None
-            and f["framework"] != "numpy"
+            and f["framework"] in ("tf1", "tf2", "keras")
+            and not f["eager"]
         ),
         message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead; the "
         "arithmetic ({flops:,} flops) takes {compute_us:.1f} µs of kernels.",
         fix="Do more work per framework call: larger batches, or the loop inside the graph "
         "(tf.while_loop, a tf.function running several steps, Keras steps_per_execution).",
+        cost="overhead_us",
     ),
     Rule(
-        id="overhead_bound_script",
+        id="overhead_bound_session",
         subject="workload",
-        needs=("label", "step_us", "overhead_pct", "compute_us"),
+        needs=("label", "step_us", "overhead_pct", "overhead_us", "compute_us"),
+        when=lambda f: _overhead_bound(f) and f.get("flops") is None and f["framework"] == "tf1",
+        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead around "
+        "{compute_us:.1f} µs of kernels: session.run's per-call machinery dominates.",
+        fix="Do more work per session.run: larger batches, or several steps inside the graph "
+        "(a tf.while_loop over the update), so the per-call cost is paid once for many.",
+        cost="overhead_us",
+    ),
+    Rule(
+        id="overhead_bound_keras",
+        subject="workload",
+        needs=("label", "step_us", "overhead_pct", "overhead_us", "compute_us"),
+        when=lambda f: _overhead_bound(f) and f.get("flops") is None and f["framework"] == "keras",
+        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs batch is overhead around "
+        "{compute_us:.1f} µs of kernels: fit's per-batch machinery dominates.",
+        fix="Run several batches per call: model.compile(..., steps_per_execution=k), or a "
+        "larger batch_size.",
+        cost="overhead_us",
+    ),
+    Rule(
+        id="overhead_bound_function",
+        subject="workload",
+        needs=("label", "step_us", "overhead_pct", "overhead_us", "compute_us"),
         when=lambda f: (
-            f["overhead_pct"] >= 50
+            _overhead_bound(f)
             and f.get("flops") is None
-            and f["units_per_step"] == 1
-            and f["framework"] != "numpy"
+            and f["framework"] == "tf2"
+            and f["mode"] == "function"
         ),
-        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead; "
-        "kernels take {compute_us:.1f} µs.",
-        fix="Do more work per framework call: larger batches, or the loop inside the graph "
-        "(tf.while_loop, a tf.function running several steps, Keras steps_per_execution).",
+        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead around "
+        "{compute_us:.1f} µs of kernels: the tf.function call's per-call cost dominates.",
+        fix="Run several steps per tf.function call (a loop over tf.range(k) inside it), or "
+        "larger batches.",
+        cost="overhead_us",
     ),
     Rule(
         id="feed_dict_cost_measured",
@@ -136,16 +189,37 @@ RULES: tuple[Rule, ...] = (
         "step) in Python; converting the fed arrays' dtype is {cast_us:.1f} µs of it.",
         fix="Keep the data in the graph (constants, a variable, or tf.data): measured "
         "{nofeed_saving_us:.0f} µs less per step, more than the Python-side feed cost alone.",
+        cost="feed_us",
     ),
     Rule(
-        id="feed_dict_cost",
+        id="feed_dict_same_arrays",
+        subject="workload",
+        needs=("label", "feed_us", "feed_pct", "cast_us", "same_feeds"),
+        when=lambda f: (
+            f["feed_pct"] >= 10 and f["same_feeds"] and f.get("nofeed_saving_us") is None
+        ),
+        message="{label}: feed_dict costs {feed_us:.0f} µs per step ({feed_pct:.0f}% of the "
+        "step) in Python, feeding the same arrays every step; converting their dtype is "
+        "{cast_us:.1f} µs of it.",
+        fix="Keep the data in the graph (constants or a variable) instead of feeding the same "
+        "arrays every step.",
+        cost="feed_us",
+    ),
+    Rule(
+        id="feed_dict_batches",
         subject="workload",
         needs=("label", "feed_us", "feed_pct", "cast_us"),
-        when=lambda f: f["feed_pct"] >= 10 and f.get("nofeed_saving_us") is None,
+        when=lambda f: (
+            f["feed_pct"] >= 10
+            and f.get("same_feeds") is False
+            and f.get("nofeed_saving_us") is None
+        ),
         message="{label}: feed_dict costs {feed_us:.0f} µs per step ({feed_pct:.0f}% of the "
-        "step) in Python; converting the fed arrays' dtype is {cast_us:.1f} µs of it.",
-        fix="Keep the data in the graph (constants, a variable, or tf.data) instead of feeding "
-        "the same arrays every step.",
+        "step) in Python to hand each batch to the session; converting its dtype is "
+        "{cast_us:.1f} µs of it.",
+        fix="Feed the batches through an input pipeline inside the graph (tf.data with "
+        "prefetch) instead of feed_dict, or feed fewer, larger batches.",
+        cost="feed_us",
     ),
     Rule(
         id="loss_fetch_measured",
@@ -156,9 +230,10 @@ RULES: tuple[Rule, ...] = (
         "({fetch_value_pct:.0f}% of the step) in fetch handling.",
         fix="Fetch the loss every N steps: fetching only the train op measured "
         "{trainonly_saving_us:.0f} µs less per step.",
+        cost="fetch_value_us",
     ),
     Rule(
-        id="eager_dispatch",
+        id="eager_dispatch_measured",
         subject="workload",
         needs=(
             "label",
@@ -166,6 +241,7 @@ RULES: tuple[Rule, ...] = (
             "python_us",
             "dispatch_us",
             "compute_us",
+            "python_dispatch_us",
             "python_dispatch_pct",
             "function_step_saving_us",
             "function_step_speedup",
@@ -175,6 +251,30 @@ RULES: tuple[Rule, ...] = (
         "{dispatch_us:.0f} µs dispatching ops one by one, for {compute_us:.0f} µs of kernels.",
         fix="Wrap the step in tf.function: measured {function_step_saving_us:.0f} µs less per "
         "step ({function_step_speedup:.1f}× faster).",
+        cost="python_dispatch_us",
+    ),
+    Rule(
+        id="eager_dispatch",
+        subject="workload",
+        needs=(
+            "label",
+            "step_us",
+            "python_us",
+            "dispatch_us",
+            "python_dispatch_us",
+            "python_dispatch_pct",
+        ),
+        when=lambda f: (
+            f["eager"]
+            and f["python_dispatch_pct"] >= 50
+            and f.get("function_step_saving_us") is None
+        ),
+        message="{label}: eager execution spends {python_us:.0f} µs per step in Python and "
+        "{dispatch_us:.0f} µs dispatching ops one by one ({python_dispatch_pct:.0f}% of the "
+        "{step_us:.0f} µs step).",
+        fix="Wrap the step function in tf.function: its ops then run as one graph call, "
+        "without the per-op Python and dispatch.",
+        cost="python_dispatch_us",
     ),
     Rule(
         id="numpy_fixed_cost",
@@ -185,16 +285,18 @@ RULES: tuple[Rule, ...] = (
         "sweep fits {a_us:.1f} µs + {b_ns:.2f} ns per sample).",
         fix="The arithmetic only outweighs the per-call cost above n ≈ {n_even:,.0f}: process "
         "more samples per numpy call (vectorise across steps or batch more data).",
+        cost="a_us",
     ),
     Rule(
         id="steady_tracing",
         subject="workload",
         needs=("label", "tracing_us", "tracing_pct"),
-        when=lambda f: f["tracing_pct"] >= 1,
+        when=lambda f: f["tracing_pct"] >= 1 and f["uses_function"],
         message="{label}: {tracing_us:.0f} µs per steady-state step ({tracing_pct:.1f}%) goes to "
         "tracing or retracing.",
         fix="Give tf.function a stable input signature (same shapes and dtypes, tensors not "
         "Python numbers) so it traces once.",
+        cost="tracing_us",
     ),
 )
 
@@ -202,4 +304,4 @@ RULES: tuple[Rule, ...] = (
 def diagnose(workloads: Sequence[Any], experiments: Mapping[str, Any] | None) -> list[Diagnosis]:
     """Every rule that fires on every workload (``WorkloadAnalysis``) of the run."""
     all_facts = [f for f in (facts(w, experiments) for w in workloads) if f is not None]
-    return evaluate(RULES, "workload", all_facts)
+    return ranked(evaluate(RULES, "workload", all_facts))

@@ -329,12 +329,14 @@ class FeedCast:
 
 @dataclass(frozen=True, slots=True)
 class LoopFacts:
-    """What the step feeds and fetches (attribution splits fetch costs per fetched value)."""
+    """What the step feeds and fetches (attribution splits fetch costs per fetched value), and
+    whether it feeds the very same arrays every step (``same_feeds``; None: not known)."""
 
     fetches: int | None = None
     feeds: int | None = None
     k: int | None = None
     mode: str = ""
+    same_feeds: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -272,6 +272,8 @@ class PhaseRecord:
         spans, samples, lines: what the phase's collector turned into model objects.
         data: the phase's own record (``profiler.model.records``: ``PHASE_DATA[name]``), or
             None (the timed phase, a phase that did not run).
+        missed: the phase applies to the loop but got no steps (a script ended first).
+        repeat: which run of a script measured it (0: the first; ``--repeat``).
     """
 
     name: str
@@ -283,6 +285,8 @@ class PhaseRecord:
     samples: tuple[Sample, ...] = ()
     lines: tuple[LineStat, ...] = ()
     data: PhaseData | None = None
+    missed: bool = False
+    repeat: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,8 @@ class RunOptions:
             ``EfficiencySpec`` to change (blocks, seeds, budgets ...), e.g. for a short test run.
         script_timeout_s: wall-time limit of a user script's process (None: no limit; the
             script decides how long it runs, ``--max-steps`` and Ctrl-C stop it).
+        script_repeat: at most this many more runs of a script whose phases missed steps
+            (``--repeat N``).
     """
 
     workloads: list[WorkloadSpec]
@@ -103,6 +105,7 @@ class RunOptions:
     experiment_overrides: dict[str, Any] = field(default_factory=dict)
     efficiency_overrides: dict[str, Any] = field(default_factory=dict)
     script_timeout_s: float | None = None
+    script_repeat: int = 0
 
 
 Progress = Callable[[dict[str, Any]], None]
@@ -172,20 +175,105 @@ def run_workload_process(
     slug: str,
     progress: Progress,
 ) -> WorkloadOutcome:
-    """Run one workload in its own process and collect what it leaves, whatever happens."""
+    """Run one workload in its own process and collect what it leaves, whatever happens.
+
+    A user's script with ``opts.script_repeat`` runs again (at most that many times) while
+    phases that apply to it got no steps: each run measures the phases still missing, fitted
+    into the steps the first run had, and the records are merged (``PhaseRecord.repeat``).
+    """
     wdir = run_dir / "workloads" / slug
     tbdir = run_dir / "tensorboard" / slug
+    outcome = _one_run(spec, params, opts, wdir, tbdir, slug, progress, list(opts.phases), {})
+    if not isinstance(spec, ScriptSpec):
+        return outcome
+    runs = [_run_facts(outcome.trace, 0)]
+    for r in range(1, opts.script_repeat + 1):
+        first = outcome.trace
+        if first is None or outcome.status != OK:
+            break
+        missing = [p.name for p in first.phases if p.missed]
+        if not missing:
+            break
+        expected = int(first.script.get("steps") or 0)
+        print(
+            f"profiling {spec.name} again (repeat {r} of {opts.script_repeat}): "
+            f"{', '.join(missing)}, fitted into its {expected} steps",
+            file=sys.stderr,
+        )
+        again = _one_run(
+            spec,
+            params,
+            opts,
+            wdir / f"repeat-{r}",
+            tbdir,
+            slug,
+            progress,
+            missing,
+            {"expected_steps": expected},
+        )
+        runs.append(_run_facts(again.trace, r))
+        if again.trace is None or again.status != OK:
+            outcome = replace(outcome, error=f"repeat {r}: {again.error}".strip())
+            break
+        outcome = replace(
+            outcome, trace=_merge(first, again.trace, r), wall_ns=outcome.wall_ns + again.wall_ns
+        )
+    if outcome.trace is not None and len(runs) > 1:
+        script = {**outcome.trace.script, "runs": runs}
+        script["missed"] = [p.name for p in outcome.trace.phases if p.missed]
+        outcome = replace(outcome, trace=replace(outcome.trace, script=script))
+    return outcome
+
+
+def _run_facts(trace: WorkloadTrace | None, repeat: int) -> dict[str, Any]:
+    if trace is None:
+        return {"repeat": repeat, "steps": 0, "measured": []}
+    measured = [p.name for p in trace.phases if p.status == OK and p.repeat == 0]
+    return {"repeat": repeat, "steps": int(trace.script.get("steps") or 0), "measured": measured}
+
+
+def _merge(first: WorkloadTrace, again: WorkloadTrace, repeat: int) -> WorkloadTrace:
+    """``first`` with each phase it missed taken from ``again`` (run ``repeat``) where that run
+    measured it; artefact paths stay relative to the workload's folder."""
+    got = {p.name: p for p in again.phases}
+    phases = []
+    for p in first.phases:
+        new = got.get(p.name)
+        if p.missed and new is not None and not new.missed:
+            note = f"measured in repeat {repeat} of the script"
+            p = replace(
+                new,
+                repeat=repeat,
+                artefacts=tuple(f"repeat-{repeat}/{a}" for a in new.artefacts),
+                reason=f"{new.reason}; {note}" if new.reason else note,
+            )
+        phases.append(p)
+    return replace(first, phases=tuple(phases))
+
+
+def _one_run(
+    spec: WorkloadSpec,
+    params: Params,
+    opts: RunOptions,
+    wdir: Path,
+    tbdir: Path,
+    slug: str,
+    progress: Progress,
+    phases: list[str],
+    script_extra: dict[str, Any],
+) -> WorkloadOutcome:
+    """One process of the workload, in ``wdir``; what it left, whatever happened."""
     wdir.mkdir(parents=True, exist_ok=True)
     tbdir.mkdir(parents=True, exist_ok=True)
     script = isinstance(spec, ScriptSpec)
     options = dict(opts.options)
     if isinstance(spec, ScriptSpec):
-        options["script"] = spec.worker_options()
+        options["script"] = {**spec.worker_options(), **script_extra}
     timeout_s = opts.script_timeout_s if script else opts.timeout_s
     wspec = WorkerSpec(
         workload=spec.name if script else spec.ref,
         params=params.as_dict(),
-        phases=list(opts.phases),
+        phases=phases,
         workload_dir=str(wdir.resolve()),
         tensorboard_dir=str(tbdir.resolve()),
         warmup_steps=opts.warmup_steps,
@@ -238,8 +326,6 @@ def run_workload_process(
             error = f"{error}\n{load_error}".strip()
         error = error or f"exited with status {proc.returncode}"
     if trace is not None and status != OK and trace.status in (OK, PARTIAL):
-        from dataclasses import replace
-
         trace = replace(trace, status=status, error=error)
     return WorkloadOutcome(
         spec=spec,

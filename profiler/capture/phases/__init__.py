@@ -44,12 +44,14 @@ class Budget:
     rewarm: int = 20
     steps: int | None = None
 
-    def steps_for(self, step_ns: int, scale: float = 1.0) -> int:
-        """Steps for the window; ``scale`` multiplies the target time (``--quick``: 0.5)."""
+    def steps_for(self, step_ns: int, scale: float = 1.0, min_steps: int | None = None) -> int:
+        """Steps for the window; ``scale`` multiplies the target time (``--quick``: 0.5);
+        ``min_steps`` replaces the budget's floor (a script's slow steps)."""
         if self.steps is not None:
             return self.steps
         want = int(self.target_s * scale * 1e9 / max(step_ns, 1))
-        return max(self.min_steps, min(self.max_steps, want))
+        floor = self.min_steps if min_steps is None else min_steps
+        return max(floor, min(self.max_steps, want))
 
 
 @dataclass
@@ -101,6 +103,10 @@ class Phase(abc.ABC):
     def extra_steps(self, ctx: PhaseContext) -> int:
         """Steps the phase runs itself after its window (in no window; 0 by default)."""
         return 0
+
+    def limit_extra(self, ctx: PhaseContext, seconds: float) -> int:
+        """Keep the extra steps to about ``seconds`` at ``ctx.step_ns``; returns the count."""
+        return self.extra_steps(ctx)
 
     def fit_extra(self, ctx: PhaseContext, tight: int, cap: int) -> int:
         """Shrink the extra steps when steps are scarce: to about ``tight``, and to none if

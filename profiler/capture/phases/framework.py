@@ -132,6 +132,12 @@ class FrameworkPhase(Phase):
     def extra_steps(self, ctx: PhaseContext) -> int:
         return self.full_trace_steps if self._is_tf1(ctx) else 0
 
+    def limit_extra(self, ctx: PhaseContext, seconds: float) -> int:
+        """FULL_TRACE steps of about ``seconds`` in all (they run ~1.6x slower), at least 3."""
+        most = int(seconds * 1e9 / 1.6 / max(ctx.step_ns, 1))
+        self.full_trace_steps = min(self.full_trace_steps, max(3, most))
+        return self.extra_steps(ctx)
+
     def fit_extra(self, ctx: PhaseContext, tight: int, cap: int) -> int:
         self.full_trace_steps = min(self.full_trace_steps, tight)
         return self.extra_steps(ctx)

@@ -48,6 +48,8 @@ COST_PAIRS = 5
 COST_BLOCK_S = 0.04
 COST_BLOCK_MIN = 10
 COST_BLOCK_MAX = 200
+#: Steps at least this long get no on/off blocks: the hooks cost a few µs a step.
+NEGLIGIBLE_STEP_NS = 2_000_000
 
 _SESSION = "tensorflow.python.client.session"
 _PF = "tensorflow.python.eager.polymorphic_function"
@@ -486,7 +488,13 @@ class HooksPhase(Phase):
                 if self.target is TF1 and info.feed_arrays
                 else None
             ),
-            loop_info=LoopFacts(fetches=info.fetches, feeds=info.feeds, k=info.k, mode=info.mode),
+            loop_info=LoopFacts(
+                fetches=info.fetches,
+                feeds=info.feeds,
+                k=info.k,
+                mode=info.mode,
+                same_feeds=info.same_feeds,
+            ),
             note=note,
         )
         self.timers.rows.clear()
@@ -494,6 +502,17 @@ class HooksPhase(Phase):
 
     def extra_steps(self, ctx: PhaseContext) -> int:
         return self.cost_pairs * 2 * self._block(ctx)
+
+    def limit_extra(self, ctx: PhaseContext, seconds: float) -> int:
+        """On/off blocks of about ``seconds`` in all. Above ``NEGLIGIBLE_STEP_NS`` a step is so
+        much longer than the hooks' few µs that the blocks could not resolve them: none run,
+        and the micro-benchmark's cost stands."""
+        if ctx.step_ns >= NEGLIGIBLE_STEP_NS:
+            self.cost_pairs = 0
+        else:
+            pair_ns = 2 * self._block(ctx) * max(ctx.step_ns, 1)
+            self.cost_pairs = max(1, min(self.cost_pairs, int(seconds * 1e9 // pair_ns)))
+        return self.extra_steps(ctx)
 
     def fit_extra(self, ctx: PhaseContext, tight: int, cap: int) -> int:
         if self.extra_steps(ctx) > cap:

@@ -276,9 +276,20 @@ def _close(cap: Capture) -> None:
     set_ptracer(0)
 
 
+#: Frameworks with large native libraries and many threads: py-spy's ``--native`` unwinds their
+#: stacks at a ruinous cost (~75x measured on TensorFlow), so it is never used once one is loaded.
+HEAVY_FRAMEWORKS = ("tensorflow", "torch", "jax")
+
+
+def heavy_framework_loaded() -> str | None:
+    """The first of ``HEAVY_FRAMEWORKS`` this process has imported (or is importing), if any."""
+    return next((name for name in HEAVY_FRAMEWORKS if name in sys.modules), None)
+
+
 def _uses_tensorflow(spec: WorkloadSpec) -> bool:
-    # A user script's framework is unknown up front: what the process has imported decides.
-    return spec.uses_tensorflow or "tensorflow" in sys.modules
+    # A user script's framework is unknown up front: what the process has loaded decides, at
+    # the moment the capture starts.
+    return spec.uses_tensorflow or heavy_framework_loaded() is not None
 
 
 class SampledPhase(Phase):
@@ -292,23 +303,27 @@ class SampledPhase(Phase):
 
     def __init__(self, budget: Budget, options: dict[str, Any] | None = None) -> None:
         super().__init__(budget)
+        #: Options given to this phase itself; they win over the run's (``ctx.options``).
+        self.options = dict(options or {})
         self.capture: Capture | None = None
         self.settings: SampledData | None = None
 
     def settings_for(self, ctx: PhaseContext) -> SampledData:
         """Rate, native, idle and nonblocking for this workload, from the options and policy."""
-        rate = int(ctx.options.get("sample_rate") or DEFAULT_RATE_HZ)
+        opts = {**ctx.options, **self.options}
+        rate = int(opts.get("sample_rate") or DEFAULT_RATE_HZ)
         if rate <= 0:
             raise ValueError(f"sample_rate must be positive, got {rate}")
         tf = _uses_tensorflow(ctx.spec)
-        want = str(ctx.options.get("sample_native", "auto"))
+        want = str(opts.get("sample_native", "auto"))
         if tf:
-            native, note = False, "off: TensorFlow is loaded (--native costs ~75x there)"
+            loaded = heavy_framework_loaded() or "TensorFlow"
+            native, note = False, f"off: {loaded} is loaded (--native costs ~75x there)"
         elif want == "off":
             native, note = False, "off: sample_native=off"
         else:
             native, note = True, "on: no TensorFlow (~1.2x); separates ufunc kernels from dispatch"
-        nonblocking = bool(ctx.options.get("sample_nonblocking", False)) and not native
+        nonblocking = bool(opts.get("sample_nonblocking", False)) and not native
         return SampledData(
             rate_hz=rate, native=native, native_note=note, idle=tf, nonblocking=nonblocking
         )

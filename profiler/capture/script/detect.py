@@ -31,11 +31,11 @@ import importlib.abc
 import importlib.machinery
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-from profiler.capture.script.driver import StepDriver
+from profiler.capture.script.driver import FEED_CHECKS, StepDriver
 
 _SESSION = "tensorflow.python.client.session"
 _FUNCTION = "tensorflow.python.eager.polymorphic_function.polymorphic_function"
@@ -85,6 +85,8 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
         if not d.started:
             d.begin()
         facts.session_call = (args, kwargs)
+        if counter.steps < FEED_CHECKS:
+            facts.note_feeds(kwargs.get("feed_dict", args[1] if len(args) > 1 else None))
         d.block += 1
         d.open_wrap()
         try:
@@ -154,8 +156,19 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                 self.begin, self.end = keras_marks(d)
 
             def on_train_begin(self, logs: Any = None) -> None:
+                params = self.params or {}
                 if not facts.fit.get("steps_per_epoch"):
-                    facts.fit["steps_per_epoch"] = (self.params or {}).get("steps")
+                    facts.fit["steps_per_epoch"] = params.get("steps")
+                if "total_steps" not in facts.fit:
+                    # The first fit's batches, after the steps already run: the windows fit
+                    # into them (a later fit's are not known).
+                    steps, epochs = params.get("steps"), params.get("epochs")
+                    initial = int(params.get("initial_epoch") or 0)
+                    facts.fit["total_steps"] = (
+                        d.done + int(steps) * max(int(epochs) - initial, 0)
+                        if steps and epochs
+                        else None
+                    )
 
             def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
                 self.begin()
@@ -244,15 +257,22 @@ class Patches:
 
 
 class ImportWatcher(importlib.abc.MetaPathFinder):
-    """Runs a hook right after a watched module is first imported (then forgets it).
+    """Runs a hook right after a watched module is first imported, and a ``before`` hook as a
+    watched module's import begins (each once, then forgotten).
 
     The watched module's spec comes from the other finders; only its own loader's
     ``exec_module`` is wrapped (an instance attribute, removed once it ran), so every other
     import is untouched.
     """
 
-    def __init__(self, hooks: dict[str, Callable[[ModuleType], None]], notes: list[str]) -> None:
+    def __init__(
+        self,
+        hooks: dict[str, Callable[[ModuleType], None]],
+        notes: list[str],
+        before: Mapping[str, Callable[[str], None]] | None = None,
+    ) -> None:
         self.hooks = dict(hooks)
+        self.before = dict(before or {})
         self.notes = notes
 
     def install(self) -> None:
@@ -260,7 +280,10 @@ class ImportWatcher(importlib.abc.MetaPathFinder):
         for name in list(self.hooks):
             if name in sys.modules:
                 self._run(name, sys.modules[name])
-        if self.hooks:
+        for name in list(self.before):
+            if name in sys.modules:
+                self.before.pop(name)
+        if self.hooks or self.before:
             sys.meta_path.insert(0, self)
 
     def _run(self, name: str, module: ModuleType) -> None:
@@ -269,12 +292,22 @@ class ImportWatcher(importlib.abc.MetaPathFinder):
             hook(module)
         except Exception as exc:  # never break the script's import; say what was not detected
             self.notes.append(f"could not patch {name} ({type(exc).__name__}: {exc})")
-        if not self.hooks and self in sys.meta_path:
+        self._done()
+
+    def _done(self) -> None:
+        if not self.hooks and not self.before and self in sys.meta_path:
             sys.meta_path.remove(self)
 
     def find_spec(
         self, fullname: str, path: Any = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
+        if fullname in self.before:
+            hook = self.before.pop(fullname)
+            try:
+                hook(fullname)
+            except Exception as exc:  # never break the script's import
+                self.notes.append(f"before importing {fullname}: {type(exc).__name__}: {exc}")
+            self._done()
         if fullname not in self.hooks:
             return None
         for finder in sys.meta_path:

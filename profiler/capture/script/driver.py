@@ -95,6 +95,43 @@ class Facts:
     updates: int = 0
     marked_work: bool = False
     notes: list[str] = field(default_factory=list)
+    #: Consecutive ``session.run`` calls compared (``note_feeds``) and how many fed the same
+    #: values as the call before.
+    feeds_compared: int = 0
+    feeds_same: int = 0
+    last_feeds: tuple[Any, ...] | None = None
+
+    def note_feeds(self, feeds: Any) -> None:
+        """Compare this call's fed values with the previous call's (content, not identity:
+        a freed array's id is reused)."""
+        if not isinstance(feeds, dict) or not feeds:
+            return
+        now = tuple(_fingerprint(v) for v in feeds.values())
+        if self.last_feeds is not None:
+            self.feeds_compared += 1
+            self.feeds_same += now == self.last_feeds
+        self.last_feeds = now
+
+    @property
+    def same_feeds(self) -> bool | None:
+        """Whether every compared step fed the same values (None: nothing compared)."""
+        if not self.feeds_compared:
+            return None
+        return self.feeds_same == self.feeds_compared
+
+
+#: Steps whose feeds are compared (the first ones: the check is not free).
+FEED_CHECKS = 32
+
+
+def _fingerprint(value: Any) -> Any:
+    """A cheap summary of a fed value: shape, dtype and 32 evenly spaced elements."""
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is None or dtype is None or not hasattr(value, "ravel"):
+        return repr(value)[:200]
+    flat = value.ravel()
+    stride = max(1, flat.size // 32)
+    return (tuple(shape), str(dtype), flat[::stride][:32].tobytes())
 
 
 class StepDriver:

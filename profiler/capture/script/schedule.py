@@ -30,30 +30,27 @@ phase ran itself after its window are in no gap (they are steps, in no window).
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from profiler import markers
 from profiler.capture import schedule
 from profiler.capture.loop import (
-    EAGER,
-    FUNCTION,
     KERAS,
     NUMPY,
     TF1,
     TF2,
     LoopEnded,
-    LoopInfo,
     Params,
     WorkloadSpec,
 )
-from profiler.capture.phases import Phase, PhaseContext, PhaseUnavailable
-from profiler.capture.phases.registry import PHASES
+from profiler.capture.phases import Phase, PhaseContext
+from profiler.capture.phases import sampled as sampled_mod
 from profiler.capture.schedule import LoopError, Progress, Windows, error_tail, run_phase
+from profiler.capture.script import facts
 from profiler.capture.script.driver import ScriptLoop, StepDriver
+from profiler.capture.script.startup import StartupCapture
 from profiler.clock import Clock
 from profiler.model import (
     FAILED,
@@ -65,6 +62,7 @@ from profiler.model import (
     Segment,
     Window,
     WorkDecl,
+    median_ns,
 )
 
 #: What the report says when no step was found, and how to mark them.
@@ -139,122 +137,31 @@ class ScriptWindows(Windows):
         return Window(phase=phase, segments=(seg,), rewarm_steps=rewarm)
 
 
-# --- what the script used ----------------------------------------------------------------------
-
-
-def _feed_dict(call: tuple[tuple[Any, ...], dict[str, Any]] | None) -> dict[Any, Any]:
-    if call is None:
-        return {}
-    args, kwargs = call
-    feeds = kwargs.get("feed_dict", args[1] if len(args) > 1 else None)
-    return feeds if isinstance(feeds, dict) else {}
-
-
-def describe(driver: StepDriver) -> tuple[str, LoopInfo, WorkDecl, list[str]]:
-    """What the script's steps are: (framework kind, loop info for the phases, work, notes)."""
-    f = driver.facts
-    counts = {name: det.steps for name, det in driver.detectors.items()}
-    calls = {name: det.calls for name, det in driver.detectors.items()}
-    notes: list[str] = []
-    samples, updates, per_epoch = 1, 1, 1
-    if f.session is not None:
-        kind = TF1
-        info = LoopInfo(kind=TF1, session=f.session)
-        if f.session_call is not None:
-            fetches = (
-                f.session_call[0][0] if f.session_call[0] else f.session_call[1].get("fetches")
-            )
-            feeds = _feed_dict(f.session_call)
-            arrays = [v for v in feeds.values() if hasattr(v, "shape") and hasattr(v, "dtype")]
-            # The hooks phase times casting the fed arrays to float32: only when that is the
-            # placeholders' type.
-            cast = arrays and all(
-                getattr(getattr(k, "dtype", None), "name", "") == "float32" for k in feeds
-            )
-            info = dataclasses.replace(
-                info,
-                fetches=len(fetches) if isinstance(fetches, (list, tuple, dict)) else 1,
-                feeds=len(feeds),
-                feed_arrays=tuple(arrays) if cast else (),
-            )
-            rows = {a.shape[0] for a in arrays if len(a.shape) > 0}
-            if len(rows) == 1:
-                samples = int(rows.pop())
-                notes.append(
-                    f"samples per step: {samples}, the leading dimension of the arrays fed to "
-                    "session.run (inferred)"
-                )
-    elif f.model is not None:
-        kind = KERAS
-        info = LoopInfo(kind=KERAS, model=f.model)
-        samples = int(f.fit.get("batch_size") or 32)
-        per_epoch = int(f.fit.get("steps_per_epoch") or 1)
-        notes.append(
-            f"samples per step: fit's batch size ({samples}); an epoch is {per_epoch} batches"
-        )
-    elif counts.get("tf_function") or calls.get("tf_function"):
-        kind, info = TF2, LoopInfo(kind=TF2, mode=FUNCTION)
-    elif "tensorflow" in sys.modules:
-        kind, info = TF2, LoopInfo(kind=TF2, mode=EAGER)
-    else:
-        kind, info = NUMPY, LoopInfo(kind=NUMPY)
-    marked = counts.get("markers", 0)
-    if f.marked_work and marked:
-        samples = max(1, round(f.samples / marked))
-        updates = max(1, round(f.updates / marked))
-        notes.append(f"work per step from profiler.step(): {samples} samples, {updates} updates")
-    work = WorkDecl(
-        samples_per_step=max(samples, 1),
-        updates_per_step=max(updates, 1),
-        steps_per_epoch=max(per_epoch, 1),
-        flops_per_step=0,
-        bytes_per_step=0,
-    )
-    return kind, info, work, notes
-
-
-def main_source(driver: StepDriver) -> str | None:
-    """The detector that ended the most steps (None: no step)."""
-    best = max(driver.detectors.values(), key=lambda d: d.steps, default=None)
-    return best.name if best is not None and best.steps else None
-
-
-def detector_cost(source: str | None, clock: Clock) -> int:
-    """Nanoseconds ``source``'s detector adds to a step, measured on a free-running driver:
-    the same wrapper (or marker, or line mark) around a no-op against the bare no-op
-    (``schedule.overhead_ns``). Keras's own callback dispatch is not included."""
-    from profiler.capture.script import detect
-
-    scratch = StepDriver(clock)
-    scratch.run_free()
-
-    def noop(*_a: Any, **_k: Any) -> None:
-        return None
-
-    marked: Callable[[], Any]
-    bare: Callable[[], Any] = noop
-    if source == "tf1_session":
-        run = detect.wrap_session_run(noop, scratch)
-        marked = lambda: run(None, 0, feed_dict=None)  # noqa: E731
-        bare = lambda: noop(None, 0, feed_dict=None)  # noqa: E731
-    elif source == "markers":
-        m = markers.Marker(scratch, claimed=True)
-
-        def marked() -> None:
-            with m:
-                pass
-
-    elif source == "step_line":
-        marked = detect.step_line_marks(scratch)[0]
-    elif source == "keras_fit":
-        begin, end = detect.keras_marks(scratch)
-        marked = lambda: (begin(), end())  # noqa: E731
-    else:
-        marked = detect.wrap_call(noop, scratch, "cost")
-    return schedule.overhead_ns(marked, bare, clock)
-
-
 # --- the schedule -------------------------------------------------------------------------------
+
+
+#: The order of a script's phases: when its steps run out, the ones that attribute a step on
+#: their own come first (timed: the wall time; sampled: every category but the kernels';
+#: framework: the kernels), then the ones that refine it (hooks: the Python side of the call;
+#: lines: line by line).
+SCRIPT_ORDER: tuple[str, ...] = ("timed", "sampled", "framework", "hooks", "lines")
+#: The smallest window of each phase in a script (steps): a slow step (a 70 ms Keras batch)
+#: still gets every phase from a few hundred steps.
+SCRIPT_FLOORS: dict[str, int] = {
+    "timed": 10,
+    "sampled": 10,
+    "framework": 5,
+    "hooks": 10,
+    "lines": 5,
+}
+#: A script's warm-up: about ``WARMUP_S`` of steps after the first, between ``WARMUP_MIN`` and
+#: ``WARMUP_MAX`` steps in all (``--warmup N`` fixes it), at most a tenth of the steps known.
+WARMUP_S = 0.3
+WARMUP_MIN = 3
+WARMUP_MAX = 20
+#: Steps a phase runs itself after its window (hooks on/off blocks, FULL_TRACE), at most this
+#: long in a script.
+EXTRA_S = 1.0
 
 
 @dataclass
@@ -267,11 +174,15 @@ class Outcome:
     params: dict[str, Any] = field(default_factory=lambda: Params(steps=1, n=1).as_dict())
     marker_cost_ns: int = 0
     kind: str = ""
+    mode: str = ""
     plan: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     detected: bool = False
     step_ns: int = 0
     error: str = ""
+    startup: dict[str, Any] = field(default_factory=dict)
+    #: Phases that apply to the script but got no steps (it ended first).
+    missed: list[str] = field(default_factory=list)
 
 
 class Schedule:
@@ -280,15 +191,18 @@ class Schedule:
     Args:
         spec: the script's spec (its ``framework`` is replaced by what the script used).
         driver: the script's step driver.
-        phases: the phases asked for, in ``PHASE_ORDER``.
+        phases: the phases asked for (they run in ``SCRIPT_ORDER``).
         workload_dir, tensorboard_dir: where artefacts go.
         options: phase options (``time_scale``, ``sample_rate`` ...).
-        warmup_steps: steps of the warm-up (the first step included).
+        warmup_steps: steps of the warm-up (the first step included); None: sized by time.
         timed_steps: the timed window's steps (None: about a second of steps).
         max_steps: ``--max-steps`` (None: no limit).
+        expected_steps: how many steps the script runs, when an earlier run of it said so
+            (``--repeat``): the windows fit into them.
         line_targets: the step functions (filled while the script defines them).
         module_target: the script's module code as a function line_profiler can register.
-        startup_native: whether the start-up capture may use py-spy's ``--native``.
+        allow_native: whether the start-up capture may use py-spy's ``--native`` (while no
+            heavy framework is loaded).
         script_span: returns (start, end) of the script's run once it has ended.
         write: called with the outcome after every phase (partial traces).
     """
@@ -304,18 +218,20 @@ class Schedule:
         clock: Clock,
         progress: Progress,
         options: dict[str, Any],
-        warmup_steps: int,
+        warmup_steps: int | None,
         timed_steps: int | None,
         max_steps: int | None,
         line_targets: list[Callable[..., Any]],
         module_target: Callable[..., Any] | None,
-        startup_native: bool,
+        allow_native: bool,
         script_span: Callable[[], tuple[int, int]],
         write: Callable[[Outcome], None],
+        expected_steps: int | None = None,
     ) -> None:
         self.spec = spec
         self.driver = driver
-        self.phases = phases
+        order = {name: i for i, name in enumerate(SCRIPT_ORDER)}
+        self.phases = sorted(phases, key=lambda p: order.get(p.name, len(order)))
         self.workload_dir = workload_dir
         self.tensorboard_dir = tensorboard_dir
         self.clock = clock
@@ -323,14 +239,16 @@ class Schedule:
         self.warmup_steps = warmup_steps
         self.timed_steps = timed_steps
         self.max_steps = max_steps
+        self.expected_steps = expected_steps
         self.line_targets = line_targets
         self.module_target = module_target
-        self.startup_native = startup_native
+        self.allow_native = allow_native
         self.script_span = script_span
         self.write = write
         self.loop = ScriptLoop(driver, work=WorkDecl(1, 1, 1, 0, 0))
         self.sched = ScriptWindows(self.loop, clock, progress, spec.name)
         self.out = Outcome()
+        self.startup: StartupCapture | None = None
 
     def _ctx(self, spec: WorkloadSpec, step_ns: int = 0) -> PhaseContext:
         return PhaseContext(
@@ -349,56 +267,82 @@ class Schedule:
             self._run()
         except BaseException as exc:  # a bug here must not take the script down
             self.out.error = f"the phase schedule failed: {error_tail(exc)}"
+            if self.startup is not None:
+                self.startup.abort()
         finally:
+            if self.startup is not None:
+                self.out.startup = self.startup.record.to_json()
             self.loop.finish()
 
-    def _startup_capture(self) -> Any:
-        """py-spy on the process from the start, in case no step is ever detected."""
+    def start_capture(self) -> StartupCapture | None:
+        """py-spy on the process from the start, in case no step is ever detected (started on
+        the schedule's thread while the script starts; an import may switch it meanwhile)."""
         if "sampled" not in {p.name for p in self.phases}:
             return None
-        from profiler.capture.phases.sampled import SampledPhase
+        capture = StartupCapture(self._ctx(self.spec), self.options, self.allow_native)
+        self.startup = capture
+        if not capture.start():
+            self.out.notes.append(capture.record.note)
+        return capture
 
-        native = "auto" if self.startup_native else "off"
-        phase = SampledPhase(PHASES["sampled"][1], {**self.options, "sample_native": native})
-        try:
-            phase.install(self._ctx(self.spec))
-        except PhaseUnavailable as exc:
-            self.out.notes.append(f"no start-up capture: {exc}")
-            return None
-        return phase
+    def available(self) -> int | None:
+        """Steps the script has left, when known: ``--max-steps``, a Keras ``fit``'s epochs
+        times its batches, or what an earlier run of the script ran."""
+        d = self.driver
+        known = [
+            n for n in (self.max_steps, d.facts.fit.get("total_steps"), self.expected_steps) if n
+        ]
+        return max(min(known) - d.done, 0) if known else None
 
     def _run(self) -> None:
-        startup = self._startup_capture()
+        self.start_capture()
         try:
             first = self.loop.first_segment()
         except LoopEnded:
-            self._no_steps(startup)
+            self._no_steps()
             return
         self.out.detected = True
         self.sched.purpose = "the warm-up"
         self.sched.note_request(first)
         segments = [Segment(0, tuple(first))]
-        if startup is not None:
+        if self.startup is not None:
             # Steps were found: the start-up capture is not needed (py-spy is stopped while
             # the script waits, a gap of the warm-up).
-            from profiler.capture.phases import sampled
-
-            cap, startup.capture = startup.capture, None
-            sampled.kill(cap)
+            self.startup.discard()
             self.sched.purpose = "warm-up: stop the start-up capture"
-        try:
-            if self.warmup_steps > 1:
-                segments.append(self.sched.segment(self.warmup_steps - 1, None))
-        except ScriptEnded:
-            pass
+        segments.extend(self._warmup())
         self.out.warmup = Window("warmup", tuple(segments), self.sched.take_gaps())
         step_ns = schedule.typical_step_ns(self.out.warmup.durations_ns())
         self.out.step_ns = step_ns
         self._phases(step_ns)
 
+    def _warmup(self) -> list[Segment]:
+        """The warm-up's steps after the first: ``warmup_steps`` in all when given, else about
+        ``WARMUP_S`` of steps (``WARMUP_MIN``..``WARMUP_MAX``, at most a tenth of the steps
+        known to be left)."""
+        out: list[Segment] = []
+        try:
+            if self.warmup_steps is not None:
+                if self.warmup_steps > 1:
+                    out.append(self.sched.segment(self.warmup_steps - 1, None))
+                return out
+            probe = self.sched.segment(2, None)
+            out.append(probe)
+            estimate = max(median_ns(list(probe.durations_ns())), 1)
+            want = max(WARMUP_MIN, min(WARMUP_MAX, -(-int(WARMUP_S * 1e9) // estimate)))
+            left = self.available()
+            if left is not None:
+                want = min(want, max(WARMUP_MIN, (left + self.driver.done) // 10))
+            more = want - self.driver.done
+            if more > 0:
+                out.append(self.sched.segment(more, None))
+        except ScriptEnded:
+            pass
+        return out
+
     def _phases(self, step_ns: int) -> None:
-        kind, info, work, notes = describe(self.driver)
-        self.out.kind, self.out.work = kind, work
+        kind, info, work, notes = facts.describe(self.driver)
+        self.out.kind, self.out.mode, self.out.work = kind, info.mode, work
         self.out.notes.extend(notes)
         self.loop.info, self.loop.work = info, work
         targets = list(self.line_targets)
@@ -409,42 +353,59 @@ class Schedule:
         if self.module_target is not None:
             targets.append(self.module_target)
         self.loop.line_targets = tuple(targets)
-        source = main_source(self.driver)
-        self.out.marker_cost_ns = detector_cost(source, self.clock)
+        source = facts.main_source(self.driver)
+        self.out.marker_cost_ns = facts.detector_cost(source, self.clock)
         spec = dataclasses.replace(self.spec, framework=kind)
-        ctx = self._ctx(spec, step_ns)
-        done = self.driver.done
-        available = self.max_steps - done if self.max_steps is not None else None
         scale = float(self.options.get("time_scale", 1.0))
-        slots = schedule.plan(
-            self.phases, ctx, timed_steps=self.timed_steps, available=available, scale=scale
-        )
         self.out.plan = {
             "step_us": round(step_ns / 1e3, 3),
-            "steps_before": done,
-            "available": available,
-            "phases": {k: v.to_json() for k, v in slots.items()},
+            "steps_before": self.driver.done,
+            "available": self.available(),
+            "order": [p.name for p in self.phases],
+            "phases": {},
         }
-        timed = slots.get("timed")
-        self.out.params = Params(steps=timed.window if timed else 1, n=1).as_dict()
-        self.write(self.out)
-        for phase in self.phases:
+        timed_steps = 1
+        for i, phase in enumerate(self.phases):
+            ctx = self._ctx(spec, step_ns)
+            slots = schedule.plan(
+                self.phases[i:],
+                ctx,
+                timed_steps=self.timed_steps,
+                available=self.available(),
+                scale=scale,
+                floors=SCRIPT_FLOORS,
+                extra_s=EXTRA_S,
+            )
             slot = slots.get(phase.name)
-            self.out.records.append(self._phase(phase, ctx, slot.window if slot else 0))
+            if slot is not None:
+                self.out.plan["phases"][phase.name] = {
+                    **slot.to_json(),
+                    "step_us": round(step_ns / 1e3, 3),
+                }
+                if phase.name == "timed":
+                    timed_steps = slot.window
+            self.out.params = Params(steps=timed_steps, n=1).as_dict()
+            record = self._phase(phase, ctx, slot.window if slot else 0)
+            if record.missed:
+                self.out.missed.append(phase.name)
+            self.out.records.append(record)
+            if phase.name == "timed" and record.window is not None and record.window.n_steps:
+                # The uninstrumented window is the best estimate of a step from here on.
+                step_ns = median_ns(list(record.window.durations_ns()))
             self.write(self.out)
 
     def _phase(self, phase: Phase, ctx: PhaseContext, planned: int) -> PhaseRecord:
         d = self.driver
+        if phase.applies_to(ctx.spec) is not None:
+            return run_phase(phase, ctx, self.sched, planned)
         if d.ended:
             return PhaseRecord(
-                phase.name, SKIPPED, reason=self._ended(f"before the {phase.name} window")
+                phase.name,
+                SKIPPED,
+                reason=self._ended(f"before the {phase.name} window"),
+                missed=True,
             )
-        if (
-            phase.name == "lines"
-            and not ctx.loop.line_targets
-            and ctx.spec.framework != TF1
-            and phase.applies_to(ctx.spec) is None
-        ):
+        if phase.name == "lines" and not ctx.loop.line_targets and ctx.spec.framework != TF1:
             return PhaseRecord(
                 phase.name,
                 UNAVAILABLE,
@@ -455,7 +416,10 @@ class Schedule:
             record = run_phase(phase, ctx, self.sched, planned)
         except ScriptEnded:
             return PhaseRecord(
-                phase.name, SKIPPED, reason=self._ended(f"during the {phase.name} re-warm steps")
+                phase.name,
+                SKIPPED,
+                reason=self._ended(f"during the {phase.name} re-warm steps"),
+                missed=True,
             )
         if record.window is not None:
             window = dataclasses.replace(record.window, gaps=self.sched.take_gaps())
@@ -469,36 +433,41 @@ class Schedule:
 
     def _ended(self, where: str) -> str:
         d = self.driver
-        why = (
-            f"--max-steps {self.max_steps} reached"
-            if d.end_reason == "max_steps"
-            else f"the script ended after {d.done} steps"
-        )
+        if d.end_reason == "max_steps":
+            return (
+                f"--max-steps {self.max_steps} reached {where}: a larger --max-steps, or "
+                "--repeat 1 to measure it in another run of the script"
+            )
         return (
-            f"{why} {where}; to fit every phase into a run of N steps, pass --max-steps N "
-            "(or --quick for shorter windows)"
+            f"the script ended after {d.done} steps {where}: --repeat 1 measures it in another "
+            f"run of the script (the windows then fit into its {d.done} steps)"
         )
 
-    def _no_steps(self, startup: Any) -> None:
+    def _no_steps(self) -> None:
         """No step was detected: the whole run is one step, sampled by the start-up capture."""
         start_ns, end_ns = self.script_span()
         whole = Segment(0, (start_ns, max(end_ns, start_ns)))
         names = [p.name for p in self.phases]
-        spec = dataclasses.replace(
-            self.spec, framework="tf2" if "tensorflow" in sys.modules else "numpy"
-        )
+        framework = TF2 if sampled_mod.heavy_framework_loaded() else NUMPY
+        spec = dataclasses.replace(self.spec, framework=framework)
         self.out.notes.append(NOT_DETECTED)
+        startup, self.startup = self.startup, None
         for name in names:
             if name == "timed":
                 rec = PhaseRecord("timed", OK, Window("timed", (whole,)), reason=NOT_DETECTED)
             elif name == "sampled" and startup is not None:
                 try:
-                    rec = startup.remove(self._ctx(spec), Window("sampled", (whole,)))
-                    rec = dataclasses.replace(rec, reason="the whole run: " + NOT_DETECTED)
+                    got = startup.finish(self._ctx(spec), Window("sampled", (whole,)))
+                    rec = (
+                        dataclasses.replace(got, reason="the whole run: " + NOT_DETECTED)
+                        if got is not None
+                        else PhaseRecord("sampled", UNAVAILABLE, reason=startup.record.note)
+                    )
                 except Exception as exc:  # keep the rest of the record
                     rec = PhaseRecord("sampled", FAILED, reason=error_tail(exc))
             else:
                 rec = PhaseRecord(name, SKIPPED, reason=NOT_DETECTED)
             self.out.records.append(rec)
-        if startup is not None and "sampled" not in names:
-            startup.abort(self._ctx(spec))
+        if startup is not None:
+            self.out.startup = startup.record.to_json()
+            startup.abort()

@@ -41,10 +41,12 @@ from pathlib import Path
 from typing import Any
 
 from profiler import markers
+from profiler.capture.phases import sampled
 from profiler.capture.schedule import ERROR_TAIL_LINES
 from profiler.capture.script import detect, source
 from profiler.capture.script.driver import Interrupted, StepDriver, StopScript
-from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule, main_source
+from profiler.capture.script.facts import main_source
+from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule
 from profiler.capture.worker import ERROR_FILE, MODEL_FILE, WorkerSpec, progress_writer
 from profiler.clock import now_ns
 from profiler.model import FAILED, OK, PARTIAL, WorkloadTrace
@@ -203,7 +205,10 @@ class ScriptRun:
             # Explicit marks win: framework calls are never steps of their own; the detectors
             # still record what the script uses (its session, its model) for the phases.
             self.driver.block += 1
-        detect.ImportWatcher(self.patches.hooks(), self.driver.facts.notes).install()
+        # A heavy framework's import switches a native start-up capture to a non-native one
+        # before the framework's first line runs (``profiler.capture.script.startup``).
+        before = {name: self._framework_import for name in sampled.HEAVY_FRAMEWORKS}
+        detect.ImportWatcher(self.patches.hooks(), self.driver.facts.notes, before).install()
         markers.activate(self.driver)
         module = types.ModuleType("__main__")
         module.__dict__.update(self.globals(ast_docstring(src)))
@@ -216,14 +221,21 @@ class ScriptRun:
             clock=self.clock,
             progress=progress_writer(),
             options=self.options,
-            warmup_steps=int(self.wspec.warmup_steps),
+            warmup_steps=(
+                int(self.wspec.warmup_steps) if self.options.get("warmup_fixed") else None
+            ),
             timed_steps=self.opts.get("steps"),
             max_steps=self.opts.get("max_steps"),
+            expected_steps=self.opts.get("expected_steps"),
             # The decorator appends the step function to this list when the script defines it;
             # the schedule reads it after the warm-up.
             line_targets=self.step_targets,
             module_target=module_fn,
-            startup_native=not (src.imports() & source.FRAMEWORKS),
+            # A script that imports a heavy framework itself starts without --native at once.
+            allow_native=(
+                not (src.imports() & source.FRAMEWORKS)
+                and self.options.get("sample_native", "auto") != "off"
+            ),
             script_span=lambda: (self.start_ns, self.end_ns),
             write=self.write_partial,
         )
@@ -249,6 +261,11 @@ class ScriptRun:
         if self.stop_requested and self.ending.status == OK:
             self.ending = self._ending(Interrupted())
         return self.finish()
+
+    def _framework_import(self, name: str) -> None:
+        startup = self.schedule.startup if self.schedule is not None else None
+        if startup is not None:
+            startup.on_framework_import(name)
 
     def _enter_script_world(self, module: types.ModuleType) -> None:
         # The script is __main__ (pickle and multiprocessing look it up there).
@@ -328,6 +345,11 @@ class ScriptRun:
         message = e.message
         if not detected and e.reason != "interrupted":
             message = f"{message}; {NOT_DETECTED}" if message else NOT_DETECTED
+        elif out.missed:
+            message += (
+                f"; {' and '.join(out.missed)} got no steps: --repeat 1 measures "
+                f"{'them' if len(out.missed) > 1 else 'it'} in another run of the script"
+            )
         return {
             "path": str(self.path),
             "argv": list(self.opts.get("argv", [])),
@@ -341,6 +363,8 @@ class ScriptRun:
                 "steps_detected": detected,
                 "source": main_source(d),
                 "framework": out.kind or None,
+                "mode": out.mode or None,
+                "same_feeds": d.facts.same_feeds,
                 "detectors": {
                     name: {"steps": det.steps, "calls": det.calls}
                     for name, det in d.detectors.items()
@@ -357,6 +381,8 @@ class ScriptRun:
             "stdin_read": bool(self.stdin is not None and self.stdin.was_read),
             "plan": out.plan,
             "notes": notes,
+            "startup": dict(out.startup),
+            "missed": list(out.missed),
         }
 
     def trace(self, out: Outcome, status: str, error: str = "") -> WorkloadTrace:

@@ -1,0 +1,139 @@
+"""The start-up capture: py-spy on a script's process from its start until its first step.
+
+Place in the pipeline: started by the script's schedule (``profiler.capture.script.schedule``)
+as the script begins. If the script never reaches a detected step, its samples are all there is
+(the whole run is attributed from them); once a step is detected it is dropped.
+
+Native sampling (``--native``) is decided from what the process has loaded *when it samples*:
+a script starts with nothing but the standard library, so the capture starts native, and the
+moment the script begins importing a heavy framework (``sampled.HEAVY_FRAMEWORKS``; the import
+watcher calls ``on_framework_import`` before the framework's first line runs) the native capture
+is stopped and a non-native one started in its place: ``--native`` on a process with TensorFlow
+loaded costs ~75x. The script's thread waits while py-spy re-attaches; that wait is measured
+and recorded (``record()``), with every capture's settings.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from profiler.capture.phases import PhaseContext, PhaseUnavailable
+from profiler.capture.phases import sampled as sampled_mod
+from profiler.model import PhaseRecord, Window
+
+
+@dataclass
+class StartupRecord:
+    """What the start-up capture did, for the script's record.
+
+    Attributes:
+        captures: per capture, ``native`` and why it ended (``restart``, ``first step``,
+            ``script end``).
+        switched_at: the framework whose import stopped a native capture, if one did.
+        blocked_ms: how long the script's thread waited for py-spy to re-attach.
+        started_ms: how long starting the first capture took (on the schedule's thread).
+        note: why there is no capture, if there is none.
+    """
+
+    captures: list[dict[str, Any]] = field(default_factory=list)
+    switched_at: str | None = None
+    blocked_ms: float = 0.0
+    started_ms: float = 0.0
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "captures": list(self.captures),
+            "switched_at": self.switched_at,
+            "blocked_ms": round(self.blocked_ms, 3),
+            "started_ms": round(self.started_ms, 3),
+            "note": self.note,
+        }
+
+
+class StartupCapture:
+    """py-spy from the script's start (see the module docstring). Thread-safe: the schedule's
+    thread starts and ends it, the script's thread may switch it at an import."""
+
+    def __init__(self, ctx: PhaseContext, options: dict[str, Any], allow_native: bool) -> None:
+        self.ctx = ctx
+        self.options = dict(options)
+        self.allow_native = allow_native
+        self.lock = threading.Lock()
+        self.phase: sampled_mod.SampledPhase | None = None
+        self.native = False
+        #: A heavy framework whose import began (set even before the capture started).
+        self.framework: str | None = None
+        self.record = StartupRecord()
+
+    def _start(self, native: bool) -> None:
+        from profiler.capture.phases.registry import PHASES
+
+        mode = "auto" if native else "off"
+        phase = sampled_mod.SampledPhase(
+            PHASES["sampled"][1], {**self.options, "sample_native": mode}
+        )
+        phase.install(self.ctx)
+        self.phase = phase
+        self.native = bool(phase.settings and phase.settings.native)
+
+    def start(self) -> bool:
+        """Start sampling (native only if allowed and no heavy framework is loaded yet)."""
+        t0 = time.perf_counter_ns()
+        with self.lock:
+            loaded = self.framework or sampled_mod.heavy_framework_loaded()
+            try:
+                self._start(self.allow_native and loaded is None)
+            except PhaseUnavailable as exc:
+                self.record.note = f"no start-up capture: {exc}"
+                self.phase = None
+                return False
+        self.record.started_ms = (time.perf_counter_ns() - t0) / 1e6
+        return True
+
+    def _end(self, why: str) -> None:
+        phase = self.phase
+        if phase is not None and phase.capture is not None:
+            cap, phase.capture = phase.capture, None
+            sampled_mod.kill(cap)
+            self.record.captures.append({"native": self.native, "ended": why})
+
+    def on_framework_import(self, name: str) -> None:
+        """A heavy framework starts importing: a native capture becomes a non-native one."""
+        with self.lock:
+            self.framework = self.framework or name
+            if self.phase is None or not self.native:
+                return
+            t0 = time.perf_counter_ns()
+            self._end("restart")
+            self.record.switched_at = name
+            try:
+                self._start(False)
+            except PhaseUnavailable as exc:
+                self.phase = None
+                self.record.note = f"the start-up capture could not restart: {exc}"
+            self.record.blocked_ms += (time.perf_counter_ns() - t0) / 1e6
+
+    def discard(self) -> None:
+        """A step was detected: the capture is not needed."""
+        with self.lock:
+            self._end("first step")
+            self.phase = None
+
+    def finish(self, ctx: PhaseContext, window: Window) -> PhaseRecord | None:
+        """No step was detected: the capture's record over the whole run (None without one)."""
+        with self.lock:
+            phase, self.phase = self.phase, None
+            if phase is None:
+                return None
+            self.record.captures.append({"native": self.native, "ended": "script end"})
+            return phase.remove(ctx, window)
+
+    def abort(self) -> None:
+        with self.lock:
+            if self.phase is not None:
+                self.phase.abort(self.ctx)
+                self.phase = None

@@ -1,0 +1,116 @@
+"""The first screen of a run of the user's own code: where its step goes, and what to change.
+
+Place in the pipeline: part of the view model (``profiler.reports.viewmodel``), computed from
+the summary. For every workload that is a user's script (or, in a run without the case study's
+questions, every workload), ``focus`` gives: the step's time in words (median and mean, the
+slow steps a median hides), its split into categories (largest first, "not measured" where no
+phase measured one, with the phase that would), the costliest findings with their fixes, and
+the phases that got no steps. The terminal (``profiler.reports.text.answer``) and the HTML page
+show the same figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from profiler.model import CATEGORIES
+
+#: Findings shown per workload on the first screen.
+TOP_FINDINGS = 3
+
+LABELS = {
+    "compute": "compute (kernels)",
+    "dispatch": "dispatch",
+    "feed_fetch": "feed/fetch",
+    "python": "Python",
+    "tracing": "tracing",
+    "other": "other (unexplained)",
+}
+
+
+def duration(us: float | None) -> str:
+    """``us`` for people: ``14.0 µs``, ``1.25 ms``, ``2.10 s``."""
+    if us is None:
+        return "–"
+    if us >= 1e6:
+        return f"{us / 1e6:,.2f} s"
+    if us >= 1e3:
+        return f"{us / 1e3:,.2f} ms"
+    return f"{us:,.1f} µs"
+
+
+def _split(att: Mapping[str, Any]) -> list[dict[str, Any]]:
+    typical, share = att["typical_us"], att["share"]
+    missing = att.get("not_measured") or {}
+    rows = [
+        {
+            "category": c,
+            "label": LABELS[c],
+            "us": typical[c],
+            "share": share[c],
+            "measured": c not in missing,
+            "why": missing.get(c, ""),
+        }
+        for c in CATEGORIES
+    ]
+    return sorted(rows, key=lambda r: (not r["measured"], -(r["us"] or 0.0)))
+
+
+def _sentence(w: Mapping[str, Any]) -> str:
+    st, dist = w.get("step_time") or {}, w.get("distribution") or {}
+    median = st.get("median_us")
+    steps = st.get("steps")
+    text = f"A step of {w['label']} takes {duration(median)} (the median of {steps} timed steps"
+    mean = dist.get("mean_us")
+    if mean and median and mean > 1.2 * median and dist.get("outliers"):
+        text += (
+            f"; the mean is {duration(mean)}: {dist['outliers']} steps over "
+            f"{dist['outlier_factor']:g}× the median hold {100 * dist['outlier_share']:.0f}% "
+            "of the time"
+        )
+    return text + ")."
+
+
+def _biggest(split: list[dict[str, Any]]) -> str:
+    measured = [r for r in split if r["measured"] and r["category"] != "other" and r["us"]]
+    if not measured:
+        return "No phase measured what the step is made of."
+    top = measured[0]
+    return f"Most of it is {top['label']}: {duration(top['us'])} ({100 * top['share']:.0f}%)."
+
+
+def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
+    """The first-screen cards (see the module docstring); ``answered``: the case study's
+    questions are answered on this page already (then only scripts get a card)."""
+    findings = list(summary.get("diagnoses") or [])
+    out = []
+    for w in summary.get("workloads", []):
+        script = w.get("script") or {}
+        if answered and not script:
+            continue
+        att = w.get("attribution")
+        card: dict[str, Any] = {
+            "label": w["label"],
+            "slug": w["slug"],
+            "status": w["status"],
+            "message": script.get("message", ""),
+            "missed": list(script.get("missed") or []),
+            "sentence": "",
+            "biggest": "",
+            "split": [],
+            "overhead_share": None,
+            "findings": [],
+        }
+        if att and w.get("step_time"):
+            card["sentence"] = _sentence(w)
+            card["split"] = _split(att)
+            card["biggest"] = _biggest(card["split"])
+            card["overhead_share"] = att.get("overhead_share")
+        card["findings"] = [
+            {"message": d["message"], "fix": d["fix"], "cost_us": d.get("cost_us")}
+            for d in findings
+            if d.get("name") == w["name"]
+        ][:TOP_FINDINGS]
+        out.append(card)
+    return out
