@@ -7,7 +7,9 @@ finished run with ``--run``) and prints, with the goal next to each figure:
 * each workload's step-marker cost as a share of its median step (goal: ≤ 2%);
 * each instrumented phase's slow-down of the step (its median over the timed median);
 * each experiment pair's predicted and measured saving and the error
-  (goal: within max(25%, 3 µs) of the measurement).
+  (goal: within max(25%, 3 µs) of the measurement);
+* per script of the real-world corpus (``profiler.bench_scripts``): its wall time alone and
+  profiled with default options, the phases that ran, the start-up capture's cost.
 
 Benchmarks print figures; they do not fail on a missed goal (tests check correctness; these are
 measurements of a noisy machine). The exit status is 0 unless the run itself could not be made.
@@ -139,7 +141,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m profiler.bench", description=__doc__)
     parser.add_argument("--run", type=Path, help="read this finished run instead of running")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="runs folder")
+    parser.add_argument(
+        "--scripts",
+        nargs="*",
+        type=Path,
+        default=None,
+        metavar="SCRIPT",
+        help="only the scripts' table: these scripts, or (none given) the real-world corpus "
+        "and the seed-000 scripts",
+    )
+    parser.add_argument("--no-scripts", action="store_true", help="skip the scripts' table")
     args = parser.parse_args(argv)
+    if args.scripts is not None:
+        from profiler import bench_scripts
+
+        print(bench_scripts.main(args.scripts or bench_scripts.default_corpus()))
+        return 0
     if args.run:
         doc = json.loads((args.run / "summary.json").read_text())
         print(report(doc))
@@ -158,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report(doc, wall_s=wall))
     print(browser_timing(latest / "report.html"))
+    if not args.no_scripts:
+        from profiler import bench_scripts
+
+        print()
+        print(bench_scripts.main(bench_scripts.default_corpus()))
     return 0
 
 

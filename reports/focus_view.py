@@ -65,7 +65,8 @@ def _sentence(w: Mapping[str, Any]) -> str:
     mean = dist.get("mean_us")
     if mean and median and mean > 1.2 * median and dist.get("outliers"):
         text += (
-            f"; the mean is {duration(mean)}: {dist['outliers']} steps over "
+            f"; the mean is {duration(mean)}: {dist['outliers']} "
+            f"step{'s' if dist['outliers'] != 1 else ''} over "
             f"{dist['outlier_factor']:g}× the median hold {100 * dist['outlier_share']:.0f}% "
             "of the time"
         )

@@ -404,6 +404,10 @@ def schema() -> dict[str, Any]:
     return json.loads(text)
 
 
+def _short(text: str, limit: int = 240) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def validate(doc: dict[str, Any]) -> None:
     """Raise ``SummaryError`` (one line per problem, at most five) if ``doc`` breaks the schema."""
     import jsonschema
@@ -412,7 +416,7 @@ def validate(doc: dict[str, Any]) -> None:
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
     if errors:
         lines = [
-            f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
+            f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {_short(e.message)}"
             for e in errors[:5]
         ]
         raise SummaryError("summary does not match its schema:\n" + "\n".join(lines))

@@ -108,7 +108,8 @@ def test_without_kernel_time_the_native_call_is_other_and_says_so():
     att = attribution.attribute(_trace(TIMED, HOOKS))
     assert att.typical["compute"] == 0 and att.typical["dispatch"] == 0
     assert att.typical["other"] == 400
-    assert any("could not be split" in n for n in att.notes)
+    assert any("were not measured" in n for n in att.notes)
+    assert set(att.not_measured) == {"compute", "dispatch"}
 
 
 def test_a_slower_hooks_window_is_drift_the_python_side_takes_its_shares():

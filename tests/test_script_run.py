@@ -97,7 +97,8 @@ def test_seed000_tf1_script_is_attributed_mostly_to_overhead(tmp_path: Path) -> 
     assert sum(p["steps"] for p in w["phases"]) + w["one_off"]["warmup_steps"] <= 600
     # The seed's first call, sess.run(init), is the warm-up's first step; the graph building
     # before it is the one-off build time.
-    assert w["one_off"]["warmup_steps"] == 50 and w["one_off"]["build_ms"] > 0
+    # The warm-up is sized by time (~0.3 s, 3 to 20 steps), a tenth of the steps at most.
+    assert 3 <= w["one_off"]["warmup_steps"] <= 20 and w["one_off"]["build_ms"] > 0
     att = w["attribution"]
     assert att["method"].startswith("hooks")
     assert att["overhead_share"] >= 0.70

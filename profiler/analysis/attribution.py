@@ -37,11 +37,11 @@ and ``dispatch.per_op`` (the executor's or eager runtime's per-op work between k
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from profiler.analysis import sampling
 from profiler.analysis.stacks import TEMPORARY_LABELS
+from profiler.capture.collectors.xplane import DATA_OPS
 from profiler.model import CATEGORIES, OK, WorkloadTrace
 from profiler.model.records import (
     ATTRIBUTION_PARTS,
@@ -58,9 +58,6 @@ EXPLAINED = (COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING)
 FRAMEWORK_PHASE = "the framework phase (kernel time)"
 SAMPLED_NATIVE = "the sampled phase with --native (numpy's kernels)"
 PYTHON_SIDE = "the sampled or hooks phase (the Python side of a step)"
-
-#: Kernel names of the input pipeline: their time is feeding data, not arithmetic.
-DATA_OPS = re.compile(r"Iterator|Optional(HasValue|GetValue|None|FromValue)|Prefetch|Shuffle")
 
 
 class ConservationError(ArithmeticError):
@@ -170,7 +167,10 @@ def kernels(trace: WorkloadTrace) -> Kernels | None:
     source = "kernels: union of kernel events per step in the framework capture"
     xtable = fw.xplane_op_table or fw.op_table
     data_ns = 0.0
-    if xtable is not None and xtable.source == "xplane" and xtable.steps:
+    if fw.steps is not None and fw.steps.data_op_ns and fw.median_ns is not None:
+        # The typical step's input-pipeline kernels (a median, like the kernel union).
+        data_ns = float(fw.median_ns.data_op_ns) / k
+    elif xtable is not None and xtable.source == "xplane" and xtable.steps:
         data_ns = sum(r.total_ns for r in xtable.rows if DATA_OPS.search(r.kernel)) / (
             xtable.steps * k
         )
@@ -245,7 +245,7 @@ def _hooks_composition(
     fetches = max(data.loop_info.fetches or 1, 1)
     for part, ns in python_side.items():
         b.add(cats.get(part, PYTHON), ns, correction, ATTRIBUTION_PARTS.get(part, ""))
-    if feeds:
+    if feeds and data.feed_cast is not None:
         b.parts["feed_fetch.cast"] = min(cast, python_side.get(P.FEED_CONVERT, 0.0))
     if P.BUILD_RESULTS in python_side:
         # One fetched value costs its result building and its share of the handler's set-up.
@@ -333,13 +333,18 @@ def _refine_outside(counts: dict[str, int] | None, b: _Builder, reference: int) 
     """
     if not counts:
         return
-    total = sum(counts.values())
+    # The hooks measured the typical step's Python side; samples only say how it divides.
+    # Their shares of that side (not of the whole window: an epoch's set-up step, an outlier
+    # the typical step leaves out, weighs far more in the samples than in the step).
+    side = sum(counts.get(c, 0) for c in (PYTHON, FEED_FETCH, TRACING))
+    budget = b.ns[PYTHON]
+    if not side or budget <= 0:
+        return
     for category in (FEED_FETCH, TRACING):
-        want = reference * counts.get(category, 0) / total
-        move = min(want, b.ns[PYTHON])
+        move = budget * counts.get(category, 0) / side
         if move > 0:
             b.ns[PYTHON] -= move
-            b.add(category, move, "samples: share of the step in data loading/tracing Python")
+            b.add(category, move, "samples: their share of the Python side in data loading/tracing")
 
 
 def _kernels_only(b: _Builder, kern: Kernels, reference: int) -> None:

@@ -250,6 +250,8 @@ def plan(
     scale: float = 1.0,
     floors: Mapping[str, int] | None = None,
     extra_s: float | None = None,
+    targets: Mapping[str, float] | None = None,
+    rewarm_s: float | None = None,
 ) -> dict[str, Slot]:
     """Each applicable phase's window, re-warm and extra steps, fitted into ``available``.
 
@@ -257,24 +259,30 @@ def plan(
     window when given). With ``available`` (the steps a limit leaves) and a plan that does not
     fit, re-warms and extra steps shrink (``TIGHT_*``; a phase drops extra steps that would take
     over a tenth of what is left, ``Phase.fit_extra``) and the windows are scaled down together.
-    ``floors`` replace the budgets' smallest windows (per phase name) and ``extra_s`` caps each
-    phase's extra steps in seconds (a script's slow steps). Sets each phase's budget to its slot.
+    A script's plan replaces, per phase name, the budgets' smallest windows (``floors``) and
+    target times (``targets``), caps the extra steps (``extra_s``) and the re-warm steps
+    (``rewarm_s``, at least 2) in seconds: its steps may be slow, and its total unknown.
+    Sets each phase's budget to its slot.
     """
     slots: dict[str, Slot] = {}
     floors = floors or {}
+    targets = targets or {}
     for phase in phases:
         if phase.applies_to(ctx.spec) is not None:
             continue
-        floor = floors.get(phase.name)
+        floor, target = floors.get(phase.name), targets.get(phase.name)
         if phase.name == "timed":
-            want = timed_steps or phase.budget.steps_for(ctx.step_ns, scale, floor)
+            want = timed_steps or phase.budget.steps_for(ctx.step_ns, scale, floor, target)
             slots[phase.name] = Slot(want, 0, 0)
             continue
-        want = phase.budget.steps_for(ctx.step_ns, scale, floor)
+        want = phase.budget.steps_for(ctx.step_ns, scale, floor, target)
         if phase.budget.steps is None:
             want = phase.window_steps(ctx, want)
         extra = phase.limit_extra(ctx, extra_s) if extra_s is not None else phase.extra_steps(ctx)
-        slots[phase.name] = Slot(want, phase.budget.rewarm, extra)
+        rewarm = phase.budget.rewarm
+        if rewarm_s is not None:
+            rewarm = min(rewarm, max(2, int(rewarm_s * 1e9 / max(ctx.step_ns, 1))))
+        slots[phase.name] = Slot(want, rewarm, extra)
     need = sum(s.window + s.rewarm + s.extra for s in slots.values())
     if available is not None and need > available:
         by_name = {p.name: p for p in phases}

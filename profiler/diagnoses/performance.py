@@ -194,13 +194,12 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="feed_dict_same_arrays",
         subject="workload",
-        needs=("label", "feed_us", "feed_pct", "cast_us", "same_feeds"),
+        needs=("label", "feed_us", "feed_pct", "same_feeds"),
         when=lambda f: (
             f["feed_pct"] >= 10 and f["same_feeds"] and f.get("nofeed_saving_us") is None
         ),
         message="{label}: feed_dict costs {feed_us:.0f} µs per step ({feed_pct:.0f}% of the "
-        "step) in Python, feeding the same arrays every step; converting their dtype is "
-        "{cast_us:.1f} µs of it.",
+        "step) in Python, feeding the same arrays every step.",
         fix="Keep the data in the graph (constants or a variable) instead of feeding the same "
         "arrays every step.",
         cost="feed_us",
@@ -208,18 +207,29 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="feed_dict_batches",
         subject="workload",
-        needs=("label", "feed_us", "feed_pct", "cast_us"),
+        needs=("label", "feed_us", "feed_pct"),
         when=lambda f: (
             f["feed_pct"] >= 10
             and f.get("same_feeds") is False
             and f.get("nofeed_saving_us") is None
         ),
         message="{label}: feed_dict costs {feed_us:.0f} µs per step ({feed_pct:.0f}% of the "
-        "step) in Python to hand each batch to the session; converting its dtype is "
-        "{cast_us:.1f} µs of it.",
+        "step) in Python to hand each batch to the session.",
         fix="Feed the batches through an input pipeline inside the graph (tf.data with "
         "prefetch) instead of feed_dict, or feed fewer, larger batches.",
         cost="feed_us",
+    ),
+    Rule(
+        id="feed_cast",
+        subject="workload",
+        needs=("label", "cast_us", "step_us"),
+        when=lambda f: (
+            f["cast_us"] >= max(2.0, 0.02 * f["step_us"]) and f.get("f32feed_saving_us") is None
+        ),
+        message="{label}: converting the fed arrays to the placeholders' float32 costs "
+        "{cast_us:.1f} µs per step (a copy of every fed array).",
+        fix="Feed float32 arrays (cast them once, before the loop).",
+        cost="cast_us",
     ),
     Rule(
         id="loss_fetch_measured",

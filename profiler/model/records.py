@@ -199,6 +199,7 @@ class StepColumns:
     kernels: tuple[int, ...] = ()
     eager_ops: tuple[int, ...] = ()
     eager_op_ns: tuple[int, ...] = ()
+    data_op_ns: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +215,7 @@ class StepMedians:
     kernels: int = 0
     eager_ops: int = 0
     eager_op_ns: int = 0
+    data_op_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)

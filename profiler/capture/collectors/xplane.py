@@ -96,7 +96,13 @@ STEP_COLUMNS: tuple[str, ...] = (
     "kernels",
     "eager_ops",
     "eager_op_ns",
+    "data_op_ns",
 )
+
+#: Kernels of the input pipeline (tf.data iterators): their time is feeding data, not
+#: arithmetic. ``data_op_ns`` is their union per step (an epoch's ``MakeIterator`` lands in the
+#: step that sets the epoch up, and the median step does not carry it).
+DATA_OPS = re.compile(r"Iterator|Optional(HasValue|GetValue|None|FromValue)|Prefetch|Shuffle")
 
 _THREAD_ID = re.compile(r"^(?P<base>.*?)/-?\d+$")
 
@@ -387,6 +393,9 @@ def step_table(capture: Capture) -> StepColumns:
             "kernels": len(kernels),
             "eager_ops": len(eager),
             "eager_op_ns": sum(e.dur_ns for e in eager),
+            "data_op_ns": union_ns(
+                (e.start_ns, min(e.end_ns, end)) for e in kernels if DATA_OPS.search(e.kernel)
+            ),
         }
         for c in STEP_COLUMNS:
             cols[c].append(row[c])

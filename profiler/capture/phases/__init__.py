@@ -44,12 +44,19 @@ class Budget:
     rewarm: int = 20
     steps: int | None = None
 
-    def steps_for(self, step_ns: int, scale: float = 1.0, min_steps: int | None = None) -> int:
+    def steps_for(
+        self,
+        step_ns: int,
+        scale: float = 1.0,
+        min_steps: int | None = None,
+        target_s: float | None = None,
+    ) -> int:
         """Steps for the window; ``scale`` multiplies the target time (``--quick``: 0.5);
-        ``min_steps`` replaces the budget's floor (a script's slow steps)."""
+        ``min_steps`` and ``target_s`` replace the budget's own (a script's)."""
         if self.steps is not None:
             return self.steps
-        want = int(self.target_s * scale * 1e9 / max(step_ns, 1))
+        target = self.target_s if target_s is None else target_s
+        want = int(target * scale * 1e9 / max(step_ns, 1))
         floor = self.min_steps if min_steps is None else min_steps
         return max(floor, min(self.max_steps, want))
 

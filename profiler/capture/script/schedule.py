@@ -154,6 +154,17 @@ SCRIPT_FLOORS: dict[str, int] = {
     "hooks": 10,
     "lines": 5,
 }
+#: The time each phase's window aims at in a script: shorter than a registered workload's, so
+#: a script of a few seconds gets every phase.
+SCRIPT_TARGETS: dict[str, float] = {
+    "timed": 0.5,
+    "sampled": 1.0,
+    "framework": 0.3,
+    "hooks": 0.5,
+    "lines": 0.4,
+}
+#: Re-warm steps after a phase is installed: about this long, at least 2.
+REWARM_S = 0.15
 #: A script's warm-up: about ``WARMUP_S`` of steps after the first, between ``WARMUP_MIN`` and
 #: ``WARMUP_MAX`` steps in all (``--warmup N`` fixes it), at most a tenth of the steps known.
 WARMUP_S = 0.3
@@ -375,6 +386,8 @@ class Schedule:
                 scale=scale,
                 floors=SCRIPT_FLOORS,
                 extra_s=EXTRA_S,
+                targets=SCRIPT_TARGETS,
+                rewarm_s=REWARM_S,
             )
             slot = slots.get(phase.name)
             if slot is not None:

@@ -1,0 +1,187 @@
+"""``make bench`` on scripts: what profiling a script costs, and whether every phase ran.
+
+Place in the pipeline: a benchmark, run by ``profiler.bench`` (``--scripts``). For each script
+of a corpus (default: the real-world corpus in ``tests/realworld`` and the seed-000 scripts), it
+measures, one after the other on the same machine:
+
+* the script alone (``python script.py``), its wall time;
+* the script under ``python -m profiler run`` with default options, its wall time, the phases
+  that ran, and the time from the script's start to its first step;
+* the script under ``--phases timed`` (no start-up capture), for the start-up capture's cost:
+  the time to the first step with the capture over the time without it.
+
+It prints one row per script against the goals: profiled in at most 1.5× alone + 15 s; every
+phase that applies ran for a loop of at least 200 steps lasting at least 10 s; the start-up
+capture under 10% of the time before the first step. Figures, never a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RATIO_GOAL, SLACK_GOAL_S = 1.5, 15.0
+STARTUP_GOAL = 0.10
+#: A loop this long (steps and seconds) must get every phase that applies.
+FULL_STEPS, FULL_SECONDS = 200, 10.0
+REPO = Path(__file__).resolve().parent.parent
+#: Scripts that need options to run (their header says so), by file name.
+OPTIONS = {"seed000_tf1.py": ["--tf1", "--max-steps", "2000"]}
+
+
+@dataclass
+class Row:
+    script: str
+    alone_s: float | None
+    profiled_s: float | None
+    steps: int | None
+    ran: list[str]
+    applies: list[str]
+    missed: list[str]
+    to_first_ms: float | None
+    to_first_plain_ms: float | None
+    error: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.alone_s and self.profiled_s:
+            return self.profiled_s / self.alone_s
+        return None
+
+    @property
+    def meets_time(self) -> bool | None:
+        if self.alone_s is None or self.profiled_s is None:
+            return None
+        return self.profiled_s <= RATIO_GOAL * self.alone_s + SLACK_GOAL_S
+
+    @property
+    def startup_cost(self) -> float | None:
+        if self.to_first_ms and self.to_first_plain_ms:
+            return self.to_first_ms / self.to_first_plain_ms - 1
+        return None
+
+
+def default_corpus() -> list[Path]:
+    """The real-world corpus (``manifest.json``'s order) and the seed-000 scripts."""
+    corpus = REPO / "tests" / "realworld"
+    out: list[Path] = []
+    manifest = corpus / "manifest.json"
+    if manifest.is_file():
+        out = [corpus / m["file"] for m in json.loads(manifest.read_text())]
+    elif corpus.is_dir():
+        out = sorted(corpus.glob("*.py"))
+    return [*out, REPO / "tests" / "data" / "seed000_tf1.py"]
+
+
+def _run(args: list[str], cwd: Path, timeout: float) -> tuple[float, int]:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        args,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=timeout,
+        check=False,
+    )
+    return time.monotonic() - t0, proc.returncode
+
+
+def _profiled(
+    script: Path, cwd: Path, extra: list[str], timeout: float
+) -> tuple[float, dict[str, Any]]:
+    out = cwd / "runs"
+    wall, _code = _run(
+        [sys.executable, "-m", "profiler", "run", "--out", str(out), *extra, str(script)],
+        cwd,
+        timeout,
+    )
+    doc = json.loads((out / "latest" / "summary.json").read_text())
+    return wall, doc["workloads"][0]
+
+
+def measure(script: Path, timeout: float = 900.0) -> Row:
+    """One script: alone, profiled with defaults, and with the timed phase only."""
+    opts = OPTIONS.get(script.name, [])
+    with tempfile.TemporaryDirectory(prefix="tlp-bench-") as tmp:
+        cwd = Path(tmp)
+        try:
+            alone = None
+            if not opts:  # a script that needs options does not run alone as it is
+                alone, code = _run([sys.executable, str(script)], cwd, timeout)
+                if code != 0:
+                    return Row(
+                        script.name, None, None, None, [], [], [], None, None, f"alone: exit {code}"
+                    )
+            wall, w = _profiled(script, cwd, opts, timeout)
+            _plain_wall, plain = _profiled(script, cwd, [*opts, "--phases", "timed"], timeout)
+        except (subprocess.TimeoutExpired, OSError, ValueError, KeyError) as exc:
+            return Row(script.name, None, None, None, [], [], [], None, None, str(exc)[:120])
+    phases = w.get("phases", [])
+    ran = [p["name"] for p in phases if p["status"] == "ok"]
+    applies = [p["name"] for p in phases if p["status"] != "skipped" or p.get("missed")]
+    missed = [p["name"] for p in phases if p.get("missed")]
+    first = (w.get("one_off") or {}).get("build_ms")
+    first_plain = (plain.get("one_off") or {}).get("build_ms")
+    return Row(
+        script.name,
+        alone,
+        wall,
+        (w.get("script") or {}).get("steps"),
+        ran,
+        applies,
+        missed,
+        first,
+        first_plain,
+    )
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        f"scripts, default options (goals: profiled ≤ {RATIO_GOAL}× alone + {SLACK_GOAL_S:g} s; "
+        f"every phase for ≥ {FULL_STEPS} steps and ≥ {FULL_SECONDS:g} s; start-up capture "
+        f"< {STARTUP_GOAL:.0%} of the time to the first step):",
+        f"  {'script':34s} {'alone s':>8s} {'profiled s':>10s} {'ratio':>6s} {'time':>5s} "
+        f"{'steps':>7s} {'phases':>7s} {'start-up':>9s}  missed",
+    ]
+    for r in rows:
+        if r.error:
+            lines.append(f"  {r.script[:34]:34s} error: {r.error}")
+            continue
+        long_enough = (r.steps or 0) >= FULL_STEPS and (r.alone_s or 0) >= FULL_SECONDS
+        complete = not r.missed
+        cost = r.startup_cost
+        lines.append(
+            f"  {r.script[:34]:34s} {_f(r.alone_s, '8.1f')} {_f(r.profiled_s, '10.1f')} "
+            f"{_f(r.ratio, '6.2f')} {_ok(r.meets_time):>5s} {_f(r.steps, '7d')} "
+            f"{len(r.ran):>3d}/{len(r.applies):<3d} "
+            f"{_f(cost * 100 if cost is not None else None, '8.1f')}%  "
+            f"{', '.join(r.missed) or '-'}" + ("  !" if long_enough and not complete else "")
+        )
+    return "\n".join(lines)
+
+
+def _f(v: float | int | None, spec: str) -> str:
+    width = int(re.match(r"\d*", spec).group() or 0)  # type: ignore[union-attr]
+    return "-".rjust(width) if v is None else format(v, spec)
+
+
+def _ok(v: bool | None) -> str:
+    return "-" if v is None else ("ok" if v else "MISS")
+
+
+def main(paths: list[Path]) -> str:
+    rows = []
+    for path in paths:
+        print(f"  ... {path.name}", file=sys.stderr, flush=True)
+        rows.append(measure(path))
+    return table(rows)

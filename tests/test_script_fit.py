@@ -1,0 +1,172 @@
+"""A script's phases fit the steps it has; unknown is not zero; fixes fit the script.
+
+Every test runs the real command line on a small script in a folder of its own, with the
+profiler's default options unless the test is about one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_script_run import DATA, cli, only_run, phase, workload, write
+
+#: A numpy loop marking N steps of ~2 ms each (numpy: timed, sampled and lines apply).
+MARKED = """
+import time
+
+import numpy as np
+
+import profiler
+
+x = np.arange(2_000, dtype=float)
+for i in range({n}):
+    with profiler.step():
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.002:
+            x = x * 0.999 + 1.0
+print("done", float(x[0]))
+"""
+NUMPY_PHASES = {"timed", "sampled", "lines"}
+
+
+def _statuses(w: dict) -> dict[str, str]:
+    return {p["name"]: p["status"] for p in w["phases"]}
+
+
+def test_a_31_step_script_gets_its_steps_measured_and_says_what_it_missed(tmp_path: Path):
+    script = write(tmp_path, "short.py", MARKED.format(n=31))
+    out = cli(tmp_path, str(script))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    s = w["script"]
+    assert s["steps"] == 31
+    # The warm-up shrinks (a few steps, not 50), so the timed window gets steps.
+    assert 3 <= w["one_off"]["warmup_steps"] <= 20
+    assert phase(w, "timed")["status"] == "ok" and phase(w, "timed")["steps"] > 0
+    missed = [p["name"] for p in w["phases"] if p["missed"]]
+    assert missed and set(missed) <= NUMPY_PHASES
+    assert s["missed"] == missed
+    assert "--repeat 1" in s["message"] and all(m in s["message"] for m in missed)
+    assert "--repeat 1" in out.stdout
+
+
+def test_repeat_measures_the_missed_phases_in_more_runs_of_the_script(tmp_path: Path):
+    script = write(tmp_path, "short.py", MARKED.format(n=31))
+    out = cli(tmp_path, "--repeat", "2", str(script))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    assert {n for n, st in _statuses(w).items() if st == "ok"} == NUMPY_PHASES, w["phases"]
+    assert not [p for p in w["phases"] if p["missed"]]
+    runs = w["script"]["runs"]
+    assert [r["repeat"] for r in runs][:2] == [0, 1] and all(r["steps"] == 31 for r in runs)
+    repeated = [p for p in w["phases"] if p["repeat"] > 0]
+    assert repeated and all("measured in repeat" in p["reason"] for p in repeated)
+    # A repeat's artefacts live in its own folder, named relative to the workload's.
+    sampled = phase(w, "sampled")
+    if sampled["repeat"]:
+        assert all(a.startswith(f"repeat-{sampled['repeat']}/") for a in sampled["artefacts"][:2])
+
+
+def test_max_steps_shorter_than_the_default_windows_fits_every_phase(tmp_path: Path):
+    script = write(tmp_path, "long.py", MARKED.format(n=100_000))
+    out = cli(tmp_path, "--max-steps", "80", str(script))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    assert w["script"]["ended"] == "max_steps" and w["script"]["steps"] == 80
+    assert {n for n, st in _statuses(w).items() if st == "ok"} == NUMPY_PHASES, w["phases"]
+    assert w["script"]["missed"] == []
+    plan = w["script"]["plan"]
+    assert plan["order"][:2] == ["timed", "sampled"]
+    windows = sum(p["window"] + p["rewarm"] + p["extra"] for p in plan["phases"].values())
+    assert windows + plan["steps_before"] <= 80
+
+
+def test_a_numpy_script_is_never_offered_a_tensorflow_fix(tmp_path: Path):
+    out = cli(tmp_path, str(DATA / "markers_numpy.py"))
+    assert out.returncode == 0, out.stderr
+    run = only_run(tmp_path)
+    w = workload(run)
+    assert w["script"]["detection"]["framework"] == "numpy"
+    text = " ".join(
+        d["message"] + d["fix"]
+        for d in __import__("json").loads((run / "summary.json").read_text())["diagnoses"]
+    )
+    for tf_only in ("tf.function", "session.run", "tf.while_loop", "steps_per_execution"):
+        assert tf_only not in text and tf_only not in out.stdout.split("report:")[0]
+    # Its split is on the terminal, under the table.
+    assert "A step of markers_numpy.py takes" in out.stdout
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_a_keras_fit_with_defaults_runs_every_phase_and_measures_its_kernels(tmp_path: Path):
+    out = cli(tmp_path, str(DATA / "keras_fit.py"))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    assert w["script"]["steps"] == 160
+    statuses = _statuses(w)
+    assert {n for n, st in statuses.items() if st == "ok"} == {
+        "timed",
+        "sampled",
+        "framework",
+        "hooks",
+        "lines",
+    }, w["phases"]
+    att = w["attribution"]
+    assert att["not_measured"] == {} and att["typical_us"]["compute"] > 0
+    # The start-up capture never used --native on a script that imports TensorFlow.
+    assert all(not c["native"] for c in w["script"]["startup"]["captures"])
+    # Fit's own total (8 epochs x 20 batches) sized the plan.
+    assert w["script"]["plan"]["available"] is not None
+
+
+@pytest.mark.tf
+def test_unknown_is_not_zero_without_the_framework_phase(tmp_path: Path):
+    out = cli(
+        tmp_path,
+        "--tf1",
+        "--max-steps",
+        "400",
+        "--phases",
+        "timed,hooks",
+        str(DATA / "seed000_tf1.py"),
+    )
+    assert out.returncode == 0, out.stderr
+    run = only_run(tmp_path)
+    w = workload(run)
+    att = w["attribution"]
+    assert att["typical_us"]["compute"] is None and att["share"]["compute"] is None
+    assert att["overhead_share"] is None
+    assert "framework phase" in att["not_measured"]["compute"]
+    assert att["typical_us"]["feed_fetch"] > 0  # the hooks measured the Python side
+    text = out.stdout + (run / "report.html").read_text()
+    assert "kernels take 0.0" not in text and "0.0 µs of kernels" not in text
+    assert "not measured" in text and "% of each" not in out.stdout
+
+
+@pytest.mark.tf
+def test_the_start_up_capture_leaves_native_sampling_when_tensorflow_is_imported(tmp_path):
+    script = write(
+        tmp_path,
+        "late_import.py",
+        """
+        import time
+
+        t = time.perf_counter()
+        while time.perf_counter() - t < 1.0:
+            pass
+        import importlib
+
+        tf = importlib.import_module("tensorflow")  # not visible to a static import check
+        print(float(tf.reduce_sum(tf.ones(3))))
+        """,
+    )
+    out = cli(tmp_path, "--phases", "timed,sampled", str(script))
+    assert out.returncode == 0, out.stderr
+    startup = workload(only_run(tmp_path))["script"]["startup"]
+    assert startup["switched_at"] == "tensorflow"
+    natives = [c["native"] for c in startup["captures"]]
+    assert natives[0] is True and natives[-1] is False
+    assert startup["blocked_ms"] < 5_000
