@@ -100,6 +100,7 @@ def _distribution_obj(d: stats.Distribution | None) -> dict[str, Any] | None:
         "outliers": d.outliers,
         "outlier_factor": stats.OUTLIER_FACTOR,
         "outlier_share": round(d.outlier_share, 4),
+        "trend_us_per_100_steps": round(d.trend_ns_per_step * 100 / 1e3, 3),
     }
 
 

@@ -347,6 +347,41 @@ def _refine_outside(counts: dict[str, int] | None, b: _Builder, reference: int) 
             b.add(category, move, "samples: their share of the Python side in data loading/tracing")
 
 
+#: Traces per step above which every step retraced (no quiet step to measure instantiation).
+ALWAYS_TRACES = 0.9
+#: Ops created per step above which a TF1 graph grows in the loop.
+GROWING_OPS = 0.5
+
+
+def _per_call_is_tracing(trace: WorkloadTrace, b: _Builder) -> None:
+    """Where every call builds something new, the native call's per-call dispatch is that
+    building, not dispatch: a ``tf.function`` retracing at every call instantiates a new concrete
+    function inside it; a TF1 graph that grows every step makes the session extend its graph and
+    set up a new executor inside ``TF_SessionRun``."""
+    hooks: HooksData | None = trace.data("hooks")
+    why = ""
+    if (
+        hooks is not None
+        and hooks.calls_per_step.get(HookParts.TRACING, 0.0) >= ALWAYS_TRACES
+        and not hooks.median_ns.get(HookParts.INSTANTIATE)
+    ):
+        why = "every call retraced: instantiating the new concrete function inside the native call"
+    growth = (trace.script or {}).get("graph_growth") or {}
+    if growth.get("ops_per_step", 0) >= GROWING_OPS:
+        why = (
+            f"the graph grows by {growth['ops_per_step']:g} ops a step: extending the session's "
+            "graph and setting up a new executor inside the native call"
+        )
+    moved = b.parts.pop("dispatch.per_call", 0.0)
+    if not why or moved <= 0:
+        if moved:
+            b.parts["dispatch.per_call"] = moved
+        return
+    b.ns[DISPATCH] -= moved
+    b.add(TRACING, moved, f"the native call's per-call time: {why}", "retrace")
+    b.notes.append(f"{moved / 1e3:.1f} µs/step of the native call is tracing: {why}")
+
+
 def _kernels_only(b: _Builder, kern: Kernels, reference: int) -> None:
     """Only the framework capture measured the step: its kernels and the native call around
     them; the Python side is not measured (it is in ``other``)."""
@@ -403,6 +438,7 @@ def attribute(trace: WorkloadTrace, samples: sampling.Analysis | None = None) ->
             "no hooks, samples or kernels for this workload: nothing was measured but the "
             "step's wall time (run the sampled, hooks or framework phase to attribute it)"
         )
+    _per_call_is_tracing(trace, b)
     typical, parts = _settle(b, reference)
     steps = tuple(_split_step(u, typical, reference * k, k) for u in units)
     for row, u in zip(steps, units, strict=True):

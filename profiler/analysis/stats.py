@@ -106,6 +106,23 @@ class Distribution:
     max_ns: int
     outliers: int
     outlier_share: float
+    trend_ns_per_step: float = 0.0
+
+
+def trend(durations: tuple[int, ...] | list[int], points: int = 64) -> float:
+    """How much a step grows per step across a window (ns per step): the Theil-Sen slope of
+    the medians of ``points`` consecutive runs of steps (robust to outliers)."""
+    if len(durations) < 2 * points:
+        points = max(len(durations) // 4, 1)
+    if points < 2:
+        return 0.0
+    per = len(durations) // points
+    xs = [per * i + per / 2 for i in range(points)]
+    ys = [float(median_ns(list(durations[per * i : per * (i + 1)]))) for i in range(points)]
+    slopes = sorted(
+        (ys[j] - ys[i]) / (xs[j] - xs[i]) for i in range(points) for j in range(i + 1, points)
+    )
+    return slopes[len(slopes) // 2]
 
 
 #: A step this many times the median is an outlier.
@@ -121,6 +138,7 @@ def distribution(window: Window, work: WorkDecl) -> Distribution | None:
     slow = [x for x in d if x > OUTLIER_FACTOR * med]
     total = sum(d)
     return Distribution(
+        trend_ns_per_step=trend(d),
         steps=len(d),
         median_ns=med,
         mean_ns=total // len(d),

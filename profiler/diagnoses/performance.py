@@ -88,6 +88,11 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
             f[f"{key}_variant_us"] = pair["variant_us"]
             if pair["variant_us"]:
                 f[f"{key}_speedup"] = pair["baseline_us"] / pair["variant_us"]
+    _retrace_facts(f, trace)
+    _growth_facts(f, trace, wa)
+    if wa.distribution is not None and step:
+        f["trend_us_per_100"] = wa.distribution.trend_ns_per_step * 100 / 1e3
+        f["trend_pct_per_100"] = 100 * f["trend_us_per_100"] / step
     sweep = ((experiments or {}).get("sweep") or {}).get(spec.name) or {}
     fit = sweep.get("fit")
     if fit and f["n"]:
@@ -100,8 +105,44 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     return f
 
 
+def _retrace_facts(f: dict[str, Any], trace: Any) -> None:
+    """The tf.function that retraced most after the warm-up, how often, and why."""
+    warm = trace.warmup.n_steps
+    best = None
+    for fn in (trace.script or {}).get("functions") or []:
+        steady = sum(1 for s in fn.get("trace_steps") or [] if s >= warm)
+        if steady and (best is None or steady > best[0]):
+            best = (steady, fn)
+    if best is None:
+        return
+    steady, fn = best
+    steps = max(int((trace.script or {}).get("steps") or 0) - warm, 1)
+    f["retrace_fn"] = fn["name"]
+    f["retraces"] = steady
+    f["steady_steps"] = steps
+    f["retraces_per_step"] = steady / steps
+    changed = sorted((fn.get("changed") or {}).items(), key=lambda kv: -kv[1]["times"])
+    if changed:
+        name, what = changed[0]
+        f["retrace_arg"] = name
+        f["retrace_why"] = f"{name} ({what['what']}) differs from the previous call at each retrace"
+    else:
+        f["retrace_arg"] = "the argument that changes"
+        f["retrace_why"] = "no argument differed from the previous call's (a new Python object?)"
+
+
+def _growth_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
+    """A TF1 graph that grows in the loop: ops per step, and the steps' trend."""
+    growth = (trace.script or {}).get("graph_growth") or {}
+    if growth.get("ops_per_step", 0) <= 0:
+        return
+    f["ops_per_step"] = growth["ops_per_step"]
+    f["ops_from"], f["ops_to"] = growth["ops_from"], growth["ops_to"]
+
+
 def _overhead_bound(f: Facts) -> bool:
-    return f["overhead_pct"] >= 50 and f["units_per_step"] == 1
+    # Tracing is not per-call overhead a larger batch would spread: its rules say what to do.
+    return f["overhead_pct"] >= 50 and f["units_per_step"] == 1 and (f.get("tracing_pct") or 0) < 25
 
 
 RULES: tuple[Rule, ...] = (
@@ -298,10 +339,66 @@ RULES: tuple[Rule, ...] = (
         cost="a_us",
     ),
     Rule(
+        id="retracing",
+        subject="workload",
+        needs=(
+            "label",
+            "retrace_fn",
+            "retraces",
+            "steady_steps",
+            "retraces_per_step",
+            "retrace_arg",
+            "retrace_why",
+            "tracing_us",
+            "tracing_pct",
+        ),
+        when=lambda f: f["tracing_pct"] >= 1,
+        message="{label}: tf.function {retrace_fn} retraced {retraces} times in "
+        "{steady_steps} steady-state steps ({retraces_per_step:.2f} a step); tracing and "
+        "instantiating its new concrete functions cost {tracing_us:,.0f} µs a step "
+        "({tracing_pct:.0f}% of the step): {retrace_why}.",
+        fix="Pass {retrace_arg} as a tensor (tf.constant(...) or a tf.Variable) instead of a "
+        "Python value, or give {retrace_fn} an input_signature (or reduce_retracing=True), so "
+        "it traces once.",
+        cost="tracing_us",
+    ),
+    Rule(
+        id="graph_growth",
+        subject="workload",
+        needs=("label", "ops_per_step", "ops_from", "ops_to", "tracing_us"),
+        when=lambda f: f["ops_per_step"] >= 0.5,
+        message="{label}: the session's graph grows by {ops_per_step:g} ops every step "
+        "({ops_from:,} to {ops_to:,} ops): the loop creates ops (tf.assign, tf.add ... called "
+        "inside it), so each session.run extends the graph and sets up a new executor: "
+        "{tracing_us:,.0f} µs a step.",
+        fix="Build every op once, before the loop (feed the changing value through a "
+        "placeholder), and call graph.finalize() before the loop so any op created later "
+        "raises at once.",
+        cost="tracing_us",
+    ),
+    Rule(
+        id="steps_slow_down",
+        subject="workload",
+        needs=("label", "step_us", "trend_us_per_100", "trend_pct_per_100"),
+        when=lambda f: f["trend_pct_per_100"] >= 2,
+        message="{label}: steps get slower as the run goes on: +{trend_us_per_100:,.1f} µs "
+        "every 100 steps ({trend_pct_per_100:.1f}% of the {step_us:,.0f} µs step), in the "
+        "timed window.",
+        fix="Something grows with every step: ops added to a graph, tensors or Python objects "
+        "kept in a list, a metric's history, an unbounded cache; keep the loop's state "
+        "constant-sized (a tf.Variable updated in place, values converted with float()).",
+        cost="trend_us_per_100",
+    ),
+    Rule(
         id="steady_tracing",
         subject="workload",
         needs=("label", "tracing_us", "tracing_pct"),
-        when=lambda f: f["tracing_pct"] >= 1 and f["uses_function"],
+        when=lambda f: (
+            f["tracing_pct"] >= 1
+            and f["uses_function"]
+            and f.get("retrace_fn") is None
+            and f.get("ops_per_step") is None
+        ),
         message="{label}: {tracing_us:.0f} µs per steady-state step ({tracing_pct:.1f}%) goes to "
         "tracing or retracing.",
         fix="Give tf.function a stable input signature (same shapes and dtypes, tensors not "

@@ -22,7 +22,9 @@ class HookParts:
     TF1 ``session.run``: ``outside_run`` (the user's loop around the call), ``session_run``,
     ``feed_convert``, ``feed_other``, ``fetch_setup``, ``do_run``, ``native``,
     ``build_results``, ``run_rest``. TF2 ``tf.function``: ``outside_call``, ``function_call``,
-    ``bind_args``, ``lookup``, ``tracing``, ``call_flat``, ``native``.
+    ``bind_args``, ``lookup``, ``tracing``, ``instantiate`` (in a step that traced, the native
+    call's time beyond a step that did not: the new concrete function's instantiation),
+    ``call_flat``, ``native``.
     """
 
     NATIVE = "native"
@@ -41,6 +43,7 @@ class HookParts:
     BIND_ARGS = "bind_args"
     LOOKUP = "lookup"
     TRACING = "tracing"
+    INSTANTIATE = "instantiate"
     CALL_FLAT = "call_flat"
 
 
@@ -51,6 +54,7 @@ ATTRIBUTION_PARTS: dict[str, str] = {
     HookParts.FETCH_SETUP: "fetch",
     HookParts.BUILD_RESULTS: "fetch",
     HookParts.TRACING: "retrace",
+    HookParts.INSTANTIATE: "retrace",
 }
 
 

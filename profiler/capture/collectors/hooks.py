@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from profiler.model import median_ns
 from profiler.model.records import HookDoc, HooksCost, HooksData
+from profiler.model.records import HookParts as P
 
 #: Per-step rows kept in ``data["per_step"]`` (medians and means use every step).
 PER_STEP_KEPT = 200
@@ -86,6 +87,34 @@ def derive(target: Target, wall_ns: int, measured: dict[str, int]) -> dict[str, 
     return parts
 
 
+#: Steps without a trace needed to know the native call's own time (for ``instantiate``).
+MIN_BASELINE_STEPS = 5
+
+
+def _native_without_traces(
+    target: Target,
+    rows: Sequence[tuple[int, Sequence[int], Sequence[int], Sequence[int]]],
+    walls: dict[int, int],
+) -> int | None:
+    """The median native call of the window's steps that traced nothing (None if too few)."""
+    keys = target.measured
+    if P.TRACING not in keys or P.NATIVE not in keys:
+        return None
+    t, nat = keys.index(P.TRACING), keys.index(P.NATIVE)
+    quiet = [own[nat] for step, own, _total, cnt in rows if step in walls and not cnt[t]]
+    return median_ns(quiet) if len(quiet) >= MIN_BASELINE_STEPS else None
+
+
+def _instantiation(
+    keys: tuple[str, ...], parts: dict[str, int], cnt: Sequence[int], baseline: int | None
+) -> int:
+    """In a step that traced, the native call's time beyond a step that did not: instantiating
+    the new concrete function (graph optimisation, the executor) happens inside the call."""
+    if baseline is None or not cnt[keys.index(P.TRACING)]:
+        return 0
+    return max(parts[P.NATIVE] - baseline, 0)
+
+
 def _central(walls: Sequence[int]) -> list[int]:
     """Indices of the steps whose wall lies between the 10th and 90th percentiles."""
     if not walls:
@@ -126,10 +155,14 @@ def split(
     columns: dict[str, list[int]] = {"wall": []}
     calls: dict[str, int] = dict.fromkeys(keys, 0)
     inclusive: dict[str, list[int]] = {k: [] for k in keys}
+    baseline = _native_without_traces(target, rows, walls)
     for step, own, total, cnt in rows:
         if step not in walls:
             continue
         parts = derive(target, walls[step], dict(zip(keys, own, strict=True)))
+        if P.INSTANTIATE in target.partition:
+            parts[P.INSTANTIATE] = _instantiation(keys, parts, cnt, baseline)
+            parts[P.NATIVE] -= parts[P.INSTANTIATE]
         for k, v in zip(keys, total, strict=True):
             inclusive[k].append(v)
         steps.append(step)
@@ -139,7 +172,12 @@ def split(
         for k, c in zip(keys, cnt, strict=True):
             calls[k] += c
     n = len(steps)
-    names = ["wall", *keys, *target.derived]
+    names = [
+        "wall",
+        *keys,
+        *target.derived,
+        *([P.INSTANTIATE] if P.INSTANTIATE in target.partition else []),
+    ]
     median = {k: median_ns(columns[k]) for k in names if columns.get(k)}
     mean = {k: sum(columns[k]) // n for k in names if columns.get(k)}
     central_rows = _central(columns["wall"])
@@ -159,7 +197,7 @@ def split(
         "step": tuple(steps[:kept]),
         "wall_ns": tuple(columns["wall"][:kept]),
     }
-    for k in (*keys, *target.derived):
+    for k in names[1:]:
         per_step[k] = tuple(columns.get(k, [])[:kept])
     hooks = {p.key: HookDoc(f"{p.module}.{p.attr}", p.what) for p in target.points}
     hooks.update({k: HookDoc("interval", w) for k, w in target.intervals.items()})

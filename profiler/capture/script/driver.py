@@ -95,6 +95,11 @@ class Facts:
     updates: int = 0
     marked_work: bool = False
     notes: list[str] = field(default_factory=list)
+    #: ``(step, graph version)`` of the TF1 session's graph at some steps (every
+    #: ``GRAPH_EVERY``-th, at most ``GRAPH_POINTS``): ops created inside the loop grow it.
+    graph_versions: list[tuple[int, int]] = field(default_factory=list)
+    #: Per ``tf.function`` (by id): its calls, traces and the arguments that changed at a trace.
+    functions: dict[int, FunctionStats] = field(default_factory=dict)
     #: Consecutive ``session.run`` calls compared (``note_feeds``) and how many fed the same
     #: values as the call before.
     feeds_compared: int = 0
@@ -112,6 +117,33 @@ class Facts:
             self.feeds_same += now == self.last_feeds
         self.last_feeds = now
 
+    def note_graph(self, step: int, session: Any) -> None:
+        """The session graph's version (its op counter) at this step."""
+        if step % GRAPH_EVERY:
+            return
+        try:
+            version = int(session.graph.version)
+        except (AttributeError, TypeError, ValueError):
+            return
+        points = self.graph_versions
+        points.append((step, version))
+        if len(points) > GRAPH_POINTS:
+            del points[1::2]  # keep the first, thin the rest evenly
+
+    def graph_growth(self, after_step: int) -> dict[str, Any] | None:
+        """Ops added per step from ``after_step`` on (the steady state), None if not known."""
+        steady = [(s, v) for s, v in self.graph_versions if s >= after_step]
+        if len(steady) < 2 or steady[-1][0] == steady[0][0]:
+            return None
+        (s0, v0), (s1, v1) = steady[0], steady[-1]
+        return {
+            "ops_per_step": round((v1 - v0) / (s1 - s0), 3),
+            "from_step": s0,
+            "to_step": s1,
+            "ops_from": v0,
+            "ops_to": v1,
+        }
+
     @property
     def same_feeds(self) -> bool | None:
         """Whether every compared step fed the same values (None: nothing compared)."""
@@ -119,6 +151,56 @@ class Facts:
             return None
         return self.feeds_same == self.feeds_compared
 
+
+@dataclass
+class FunctionStats:
+    """One ``tf.function``'s calls and (re)traces, as the detector saw them.
+
+    Attributes:
+        name: the Python function's qualified name.
+        calls: calls on the script's thread.
+        traces: traces after the first call (retraces), from its own tracing counter.
+        trace_steps: the steps (indices) in which those retraces happened (the first 10,000).
+        changed: per argument, how often it differed from the previous call at a retrace, and
+            what it is (``a Python int``, ``a new object``, ``a tensor of another shape``).
+    """
+
+    name: str
+    calls: int = 0
+    traces: int = 0
+    first_count: int | None = None
+    last_count: int = 0
+    last_args: tuple[tuple[str, Any], ...] = ()
+    trace_steps: list[int] = field(default_factory=list)
+    changed: dict[str, list[Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "calls": self.calls,
+            "retraces": self.traces,
+            "trace_steps": list(self.trace_steps),
+            "changed": {k: {"times": v[0], "what": v[1]} for k, v in self.changed.items()},
+        }
+
+
+def arg_key(value: Any) -> tuple[str, Any]:
+    """What ``tf.function`` retraces on, in short: a Python scalar's value, a tensor's shape
+    and dtype, another object's identity."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return (f"a Python {type(value).__name__}", value)
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        dims = tuple(shape.as_list()) if hasattr(shape, "as_list") else tuple(shape)
+        return ("a tensor", (dims, str(dtype)))
+    if isinstance(value, (list, tuple)):
+        return (f"a Python {type(value).__name__}", tuple(arg_key(v) for v in value))
+    return (f"a {type(value).__name__} object", id(value))
+
+
+#: The graph's version is read every this many steps, and at most this many points are kept.
+GRAPH_EVERY = 8
+GRAPH_POINTS = 256
 
 #: Steps whose feeds are compared (the first ones: the check is not free).
 FEED_CHECKS = 32

@@ -129,6 +129,19 @@ def detector_cost(source: str | None, clock: Clock) -> int:
     elif source == "keras_fit":
         begin, end = detect.keras_marks(scratch)
         marked = lambda: (begin(), end())  # noqa: E731
+    elif source == "tf_function":
+
+        class Function:
+            """Stands in for a tf.function: the detector also reads its tracing counter."""
+
+            python_function = noop
+
+            def experimental_get_tracing_count(self) -> int:
+                return 1
+
+        fn, call = Function(), detect.wrap_function_call(noop, scratch)
+        marked = lambda: call(fn, 0, 1.0)  # noqa: E731
+        bare = lambda: noop(fn, 0, 1.0)  # noqa: E731
     else:
         marked = detect.wrap_call(noop, scratch, "cost")
     return schedule.overhead_ns(marked, bare, clock)

@@ -383,6 +383,8 @@ class ScriptRun:
             "notes": notes,
             "startup": dict(out.startup),
             "missed": list(out.missed),
+            "functions": [s.to_json() for s in d.facts.functions.values() if s.calls],
+            "graph_growth": d.facts.graph_growth(out.warmup.n_steps),
         }
 
     def trace(self, out: Outcome, status: str, error: str = "") -> WorkloadTrace:
