@@ -349,6 +349,14 @@ def workload_summary(
     }
     entry["final"] = {k: float(v) for k, v in trace.final.items()}
     entry["distribution"] = _distribution_obj(wa.distribution)
+    if wa.epochs is not None:
+        entry["epochs"] = {
+            "steps_per_epoch": wa.epochs.steps_per_epoch,
+            "boundaries": wa.epochs.boundaries,
+            "excess_us": _us(wa.epochs.excess_ns),
+            "batch_us": _us(wa.epochs.batch_ns),
+            "share": round(wa.epochs.share, 4),
+        }
     if wa.series is not None:
         entry["series"] = {
             "step": list(wa.series.step),

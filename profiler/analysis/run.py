@@ -69,6 +69,7 @@ class WorkloadAnalysis:
         checks: the attribution's cross-checks.
         distribution: the timed window's spread (tail, outliers).
         series: every window's step times in step order (thinned).
+        epochs: what each epoch boundary costs (a loop with epochs: Keras ``fit``).
     """
 
     outcome: Any
@@ -84,6 +85,7 @@ class WorkloadAnalysis:
     checks: list[Check] = field(default_factory=list)
     distribution: stats.Distribution | None = None
     series: stats.Series | None = None
+    epochs: stats.EpochCost | None = None
 
     @property
     def name(self) -> str:
@@ -156,7 +158,19 @@ def analyse_workload(outcome: Outcome) -> WorkloadAnalysis:
         lines_inflation_vs_warmup=lines_vs_warmup,
         distribution=stats.distribution(timed.window, w) if timed and timed.window else None,
         series=stats.series(trace),
+        epochs=_epochs(trace),
     )
+
+
+def _epochs(trace: WorkloadTrace) -> stats.EpochCost | None:
+    """Epoch boundaries' cost, for a Keras ``fit`` (a script's, or a registered workload's)."""
+    fit = (trace.script or {}).get("fit") or {}
+    if trace.script and not fit:
+        return None
+    if not trace.script and trace.work.steps_per_epoch < 2:
+        return None
+    per_epoch = int(fit.get("steps_per_epoch") or trace.work.steps_per_epoch)
+    return stats.epoch_cost(trace, per_epoch, int(fit.get("first_step") or 0))
 
 
 def kernel_check(trace: WorkloadTrace, att: Attribution) -> Check | None:

@@ -179,3 +179,52 @@ def series(trace: WorkloadTrace, max_points: int = MAX_SERIES) -> Series:
         dur_ns=tuple(r[1] for r in picked),
         window=tuple(r[2] for r in picked),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class EpochCost:
+    """What an epoch boundary costs beyond a batch, in a loop of ``steps_per_epoch`` batches.
+
+    The first batch of every epoch carries the epoch's set-up (the data iterator) and, steps
+    being back to back, the end of the epoch before (validation, epoch-end callbacks).
+
+    Attributes:
+        steps_per_epoch: batches in an epoch.
+        boundaries: epoch boundaries inside the measured windows.
+        excess_ns: the median boundary step's time beyond its window's median step.
+        batch_ns: the timed window's median step.
+        share: of an epoch's time, what the boundary's excess takes.
+    """
+
+    steps_per_epoch: int
+    boundaries: int
+    excess_ns: int
+    batch_ns: int
+    share: float
+
+
+def epoch_cost(trace: WorkloadTrace, steps_per_epoch: int, first_step: int) -> EpochCost | None:
+    """The cost of each epoch boundary, from every window after the warm-up; None if no
+    boundary fell into one (or an epoch is one batch)."""
+    if steps_per_epoch < 2:
+        return None
+    timed = trace.phase("timed")
+    if timed is None or timed.window is None or not timed.window.n_steps:
+        return None
+    k = trace.work.units_per_step
+    excess: list[int] = []
+    for p in trace.phases:
+        if p.window is None or not p.window.n_steps:
+            continue
+        med = median_ns(list(p.window.durations_ns()))
+        for seg in p.window.segments:
+            for j, dur in enumerate(seg.durations_ns()):
+                step = (seg.first_step + j) * k - first_step
+                if step > 0 and step % steps_per_epoch == 0:
+                    excess.append(max(dur - med, 0))
+    if not excess:
+        return None
+    batch = median_ns(list(timed.window.durations_ns())) // k
+    cost = median_ns(excess)
+    epoch = steps_per_epoch * batch + cost
+    return EpochCost(steps_per_epoch, len(excess), cost, batch, cost / epoch if epoch else 0.0)

@@ -90,6 +90,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
                 f[f"{key}_speedup"] = pair["baseline_us"] / pair["variant_us"]
     _retrace_facts(f, trace)
     _growth_facts(f, trace, wa)
+    _epoch_facts(f, trace, wa)
     if wa.distribution is not None and step:
         f["trend_us_per_100"] = wa.distribution.trend_ns_per_step * 100 / 1e3
         f["trend_pct_per_100"] = 100 * f["trend_us_per_100"] / step
@@ -138,6 +139,43 @@ def _growth_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         return
     f["ops_per_step"] = growth["ops_per_step"]
     f["ops_from"], f["ops_to"] = growth["ops_from"], growth["ops_to"]
+
+
+def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
+    """What each epoch boundary of a fit costs, and what happens at one."""
+    e = wa.epochs
+    if e is None:
+        return
+    fit = (trace.script or {}).get("fit") or {}
+    f["epoch_excess_us"] = e.excess_ns / 1e3
+    f["epoch_share_pct"] = 100 * e.share
+    f["steps_per_epoch"] = e.steps_per_epoch
+    f["epoch_boundaries"] = e.boundaries
+    # The excess spread over the epoch's batches: what it adds to an average step.
+    f["epoch_cost_per_step_us"] = e.excess_ns / e.steps_per_epoch / 1e3
+    work = []
+    if fit.get("validation"):
+        freq = fit.get("validation_freq") or 1
+        work.append("validation" + (" every epoch" if freq == 1 else f" every {freq} epochs"))
+    callbacks = [c for c in fit.get("callbacks") or [] if c not in ("History", "ProgbarLogger")]
+    if callbacks:
+        work.append("the callbacks " + ", ".join(callbacks))
+    f["epoch_work"] = " and ".join(work) or "the epoch's data iterator set-up"
+    fixes = []
+    if fit.get("validation"):
+        fixes.append(
+            "validate less often (fit(validation_freq=k)) or on fewer batches (validation_steps)"
+        )
+    if callbacks:
+        fixes.append(
+            "make the epoch-end callbacks cheaper (TensorBoard: update_freq, "
+            "profile_batch=0; checkpoints every few epochs)"
+        )
+    fixes.append(
+        f"run fewer, longer epochs (steps_per_epoch larger than {e.steps_per_epoch}, epochs "
+        "fewer: the same batches)"
+    )
+    f["epoch_fix"] = "; ".join(fixes)
 
 
 def _overhead_bound(f: Facts) -> bool:
@@ -198,7 +236,13 @@ RULES: tuple[Rule, ...] = (
         id="overhead_bound_keras",
         subject="workload",
         needs=("label", "step_us", "overhead_pct", "overhead_us", "compute_us"),
-        when=lambda f: _overhead_bound(f) and f.get("flops") is None and f["framework"] == "keras",
+        when=lambda f: (
+            _overhead_bound(f)
+            and f.get("flops") is None
+            and f["framework"] == "keras"
+            # A batch's own machinery, not an epoch's: steps_per_execution helps the former.
+            and (f.get("epoch_cost_per_step_us") or 0) < 0.5 * f["overhead_us"]
+        ),
         message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs batch is overhead around "
         "{compute_us:.1f} µs of kernels: fit's per-batch machinery dominates.",
         fix="Run several batches per call: model.compile(..., steps_per_execution=k), or a "
@@ -220,6 +264,28 @@ RULES: tuple[Rule, ...] = (
         fix="Run several steps per tf.function call (a loop over tf.range(k) inside it), or "
         "larger batches.",
         cost="overhead_us",
+    ),
+    Rule(
+        id="per_epoch_cost",
+        subject="workload",
+        needs=(
+            "label",
+            "epoch_excess_us",
+            "epoch_share_pct",
+            "steps_per_epoch",
+            "epoch_boundaries",
+            "epoch_work",
+            "epoch_fix",
+            "epoch_cost_per_step_us",
+            "step_us",
+        ),
+        when=lambda f: f["epoch_share_pct"] >= 10,
+        message="{label}: every epoch's first batch takes {epoch_excess_us:,.0f} µs more than a "
+        "batch ({epoch_boundaries} epoch boundaries measured; a batch is {step_us:,.0f} µs): "
+        "{epoch_work} at each of the {steps_per_epoch}-batch epochs costs "
+        "{epoch_share_pct:.0f}% of the training time.",
+        fix="{epoch_fix}.",
+        cost="epoch_cost_per_step_us",
     ),
     Rule(
         id="feed_dict_cost_measured",

@@ -222,6 +222,7 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
 
             def on_train_begin(self, logs: Any = None) -> None:
                 params = self.params or {}
+                facts.fit.setdefault("first_step", d.done)
                 if not facts.fit.get("steps_per_epoch"):
                     facts.fit["steps_per_epoch"] = params.get("steps")
                 if "total_steps" not in facts.fit:
@@ -266,8 +267,19 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
         if not inject(kwargs, marks):
             return fit(self, *args, **kwargs)
         if not facts.fit:
-            size = args[_FIT_BATCH_SIZE] if len(args) > _FIT_BATCH_SIZE else None
-            facts.fit = {"batch_size": kwargs.get("batch_size", size) or 32}
+            given = {**dict(zip(_fit_parameters(fit), args, strict=False)), **kwargs}
+            facts.fit = {
+                "batch_size": given.get("batch_size") or 32,
+                "batch_size_given": given.get("batch_size") is not None,
+                "epochs": given.get("epochs"),
+                "validation": given.get("validation_data") is not None
+                or bool(given.get("validation_split")),
+                "validation_freq": given.get("validation_freq", 1),
+                "validation_steps": given.get("validation_steps"),
+                "callbacks": [
+                    type(c).__name__ for c in given.get("callbacks") or () if c is not marks
+                ],
+            }
         d.block += 1
         try:
             return fit(self, *args, **kwargs)

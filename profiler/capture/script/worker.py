@@ -385,6 +385,11 @@ class ScriptRun:
             "missed": list(out.missed),
             "functions": [s.to_json() for s in d.facts.functions.values() if s.calls],
             "graph_growth": d.facts.graph_growth(out.warmup.n_steps),
+            "fit": {
+                k: v
+                for k, v in d.facts.fit.items()
+                if isinstance(v, (int, float, str, bool, list, type(None)))
+            },
         }
 
     def trace(self, out: Outcome, status: str, error: str = "") -> WorkloadTrace:
