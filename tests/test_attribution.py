@@ -20,6 +20,7 @@ from profiler.model import (
     WorkDecl,
     WorkloadTrace,
 )
+from profiler.model.records import StepMedians
 from profiler.reports import summary
 from tests.builders import framework_data, hooks_data, sampled_data
 from tests.test_rules import NP_STEP, NP_SUM, NUMPY_SO, TF1_DO_RUN, nat, py
@@ -121,11 +122,17 @@ def test_a_slower_hooks_window_is_drift_the_python_side_takes_its_shares():
     assert any("60% slower than the timed window" in n for n in att.notes)
 
 
-def test_a_native_call_longer_than_the_step_is_capped_and_noted():
+def test_a_native_call_longer_than_the_step_is_scaled_with_its_window_and_noted():
+    # The hooks window (800 ns without the hooks' cost) ran 2.7x the timed step (300 ns): its
+    # native call alone (400) would overfill the step, so the window is scaled as a whole.
     att = attribution.attribute(_trace([300] * 10, HOOKS, FRAMEWORK))
-    assert att.typical["python"] == 0 and att.typical["feed_fetch"] == 0
-    assert att.typical["compute"] == 150 and sum(att.typical.values()) == 300
-    assert any("exceeds the timed step" in n for n in att.notes)
+    assert sum(att.typical.values()) == 300
+    native = att.typical["compute"] + att.typical["dispatch"]
+    assert native == 150  # 400 x 300 / 800
+    assert att.typical["python"] + att.typical["feed_fetch"] == 150
+    # The capture's kernels (150 ns) fill the scaled native call.
+    assert att.typical["compute"] == 150 and att.typical["dispatch"] == 0
+    assert any("scaled to the timed step" in n for n in att.notes)
 
 
 def test_removal_predictions_sum_parts_and_whole_categories_once():
@@ -144,6 +151,21 @@ def _sampled(stacks: list[tuple[tuple, int]]) -> PhaseRecord:
         samples=tuple(Sample(frames, n, MAIN_THREAD) for frames, n in stacks),
         data=sampled_data(rate_hz=100),
     )
+
+
+def test_kernels_keep_at_most_their_share_of_the_native_call_in_the_capture():
+    # A slow capture window: kernels 300 ns of a 400 ns SessionRun there (75%); the hooks'
+    # native call is 400 ns: kernels at most 75% of it, not their absolute 300 + 150.
+    fw = PhaseRecord(
+        "framework",
+        "ok",
+        data=replace(
+            framework_data(kernel_union_ns=450, executor_ns=500),
+            median_ns=StepMedians(kernel_union_ns=450, executor_ns=500, run_call_ns=600),
+        ),
+    )
+    att = attribution.attribute(_trace(TIMED, HOOKS, fw))
+    assert att.typical["compute"] == 300  # 400 x 450 / 600
 
 
 def test_samples_give_shares_of_the_timed_step():

@@ -91,6 +91,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     _retrace_facts(f, trace)
     _growth_facts(f, trace, wa)
     _epoch_facts(f, trace, wa)
+    _compute_facts(f, trace)
     if wa.distribution is not None and step:
         f["trend_us_per_100"] = wa.distribution.trend_ns_per_step * 100 / 1e3
         f["trend_pct_per_100"] = 100 * f["trend_us_per_100"] / step
@@ -176,6 +177,30 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         "fewer: the same batches)"
     )
     f["epoch_fix"] = "; ".join(fixes)
+
+
+def _compute_facts(f: dict[str, Any], trace: Any) -> None:
+    """The kernels' share, the top kernels, and (where counted) the rate against the peak."""
+    fw = trace.data("framework")
+    step, compute = f["step_us"], f["compute_us"]
+    if compute is None or not step:
+        return
+    f["compute_pct"] = 100 * compute / step
+    table = (fw.xplane_op_table or fw.op_table) if fw is not None else None
+    if table is not None and table.rows:
+        by_kernel: dict[str, float] = {}
+        for r in table.rows:
+            by_kernel[r.kernel] = by_kernel.get(r.kernel, 0.0) + r.share
+        top = sorted(by_kernel.items(), key=lambda kv: -kv[1])[:3]
+        f["top_kernels"] = ", ".join(f"{k} {100 * s:.0f}%" for k, s in top)
+    flops = f.get("flops") or (
+        fw.flops_per_step // f["units_per_step"] if fw and fw.flops_per_step else None
+    )
+    if flops and fw is not None and fw.peak_gflops and compute > 0:
+        f["gflops"] = flops / compute / 1e3
+        f["peak_gflops"] = fw.peak_gflops
+        f["peak_pct"] = 100 * f["gflops"] / fw.peak_gflops
+        f["step_flops"] = flops
 
 
 def _overhead_bound(f: Facts) -> bool:
@@ -264,6 +289,42 @@ RULES: tuple[Rule, ...] = (
         fix="Run several steps per tf.function call (a loop over tf.range(k) inside it), or "
         "larger batches.",
         cost="overhead_us",
+    ),
+    Rule(
+        id="compute_bound_peak",
+        subject="workload",
+        needs=(
+            "label",
+            "step_us",
+            "compute_us",
+            "compute_pct",
+            "top_kernels",
+            "gflops",
+            "peak_gflops",
+            "peak_pct",
+            "step_flops",
+        ),
+        when=lambda f: f["compute_pct"] >= 60,
+        message="{label} is compute-bound: kernels take {compute_us:,.0f} µs of each "
+        "{step_us:,.0f} µs step ({compute_pct:.0f}%), {step_flops:,} flops at "
+        "{gflops:,.1f} GFLOP/s, {peak_pct:.0f}% of this machine's {peak_gflops:,.0f} GFLOP/s "
+        "float32 matmul; the top kernels are {top_kernels}.",
+        fix="There is little overhead to remove: a faster step needs less arithmetic (a "
+        "smaller model or input, fewer or smaller batches) or faster kernels (XLA with "
+        "jit_compile=True, mixed precision where the hardware has it, more cores).",
+        cost="compute_us",
+    ),
+    Rule(
+        id="compute_bound",
+        subject="workload",
+        needs=("label", "step_us", "compute_us", "compute_pct", "top_kernels"),
+        when=lambda f: f["compute_pct"] >= 60 and f.get("gflops") is None,
+        message="{label} is compute-bound: kernels take {compute_us:,.0f} µs of each "
+        "{step_us:,.0f} µs step ({compute_pct:.0f}%); the top kernels are {top_kernels}.",
+        fix="There is little overhead to remove: a faster step needs less arithmetic (a "
+        "smaller model or input, fewer or smaller batches) or faster kernels (XLA with "
+        "jit_compile=True, mixed precision where the hardware has it, more cores).",
+        cost="compute_us",
     ),
     Rule(
         id="per_epoch_cost",

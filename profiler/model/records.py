@@ -264,7 +264,9 @@ class FrameworkData:
 
     ``op_table`` is step_stats' table for TF1 (``xplane_op_table`` is then the capture's own),
     the capture's otherwise. Fields after ``profiler`` are None when the capture could not be
-    read.
+    read. ``peak_gflops`` is this machine's float32 matmul rate, measured after the capture;
+    ``flops_per_step`` TensorFlow's own count of a step's float ops (per timed unit), where it
+    could count them (``flops_source`` says how).
     """
 
     profiler: ProfilerSession
@@ -278,6 +280,9 @@ class FrameworkData:
     full_trace: FullTrace | None = None
     notes: tuple[str, ...] = ()
     spans: SpanCount | None = None
+    peak_gflops: float | None = None
+    flops_per_step: int | None = None
+    flops_source: str = ""
 
 
 # --- hooks --------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from profiler.capture.collectors import flops as flops_mod
 from profiler.capture.collectors import step_stats, xplane
 from profiler.capture.loop import LoopEnded, StepWrapper, WorkloadSpec
 from profiler.capture.phases import Budget, Phase, PhaseContext, PhaseUnavailable
@@ -87,6 +88,7 @@ class FrameworkPhase(Phase):
         self._before: set[Path] = set()
         self._start_ns = 0
         self._session_patched: Any = None
+        self._metadata: Any = None
 
     def applies_to(self, spec: WorkloadSpec) -> str | None:
         if spec.uses_tensorflow:
@@ -161,6 +163,7 @@ class FrameworkPhase(Phase):
             artefacts.append(os.path.relpath(new[-1], ctx.workload_dir))
         stats_table: OpTable | None = None
         full: FullTrace | None = None
+        self._metadata = None
         if self._is_tf1(ctx) and self.full_trace_steps > 0:
             try:
                 stats_table, full, paths = self._full_trace(ctx)
@@ -189,8 +192,12 @@ class FrameworkPhase(Phase):
                 xplane_ops=len(table.rows) + table.rows_omitted,
                 step_stats_ops=len(stats_table.rows) + stats_table.rows_omitted,
             )
+        flops, flops_source = self._flops(ctx)
         data = dataclasses.replace(
             data,
+            peak_gflops=flops_mod.peak_gflops(),
+            flops_per_step=flops,
+            flops_source=flops_source,
             steps=columns,
             median_ns=xplane.medians(columns),
             missing_steps=tuple(capture.missing),
@@ -205,6 +212,24 @@ class FrameworkPhase(Phase):
             spans=SpanCount(len(spans), len({s.step for s in spans}), xplane.MAX_SPANS),
         )
         return PhaseRecord(self.name, OK, window, "", tuple(artefacts), spans=spans, data=data)
+
+    def _flops(self, ctx: PhaseContext) -> tuple[int | None, str]:
+        """TensorFlow's float-op count of one step, where it can be had (best effort)."""
+        info = ctx.loop.info
+        if self._metadata is not None and info.session is not None:
+            n = flops_mod.graph_flops(info.session.graph, self._metadata)
+            return (
+                n,
+                "tf.compat.v1.profiler float_operation over a FULL_TRACE step's ops" if n else "",
+            )
+        function = info.function
+        if function is None and info.model is not None:
+            function = getattr(info.model, "train_function", None)
+        if function is not None:
+            n = flops_mod.function_flops(function)
+            if n:
+                return n, "tf.compat.v1.profiler float_operation over the step function's graph"
+        return None, ""
 
     def abort(self, ctx: PhaseContext) -> None:
         if self._running:
@@ -255,6 +280,7 @@ class FrameworkPhase(Phase):
         finally:
             self._unpatch_session(ctx)
         paths = step_stats.write_run_metadata(ctx.workload_dir / RUN_METADATA_DIR, metadatas)
+        self._metadata = metadatas[-1][1] if metadatas else None
         table = step_stats.op_table([md for _s, md in metadatas])
         durations = [b - a for a, b in itertools.pairwise(marks)]
         full = FullTrace(

@@ -83,7 +83,7 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
         s = stats.get(id(self))
         if s is None:
             name = getattr(getattr(self, "python_function", None), "__qualname__", "function")
-            s = stats[id(self)] = FunctionStats(name)
+            s = stats[id(self)] = FunctionStats(name, ref=self)
         keys = tuple((f"#{i}", arg_key(a)) for i, a in enumerate(args)) + tuple(
             (k, arg_key(v)) for k, v in kwargs.items()
         )

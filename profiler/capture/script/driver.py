@@ -168,6 +168,7 @@ class FunctionStats:
     name: str
     calls: int = 0
     traces: int = 0
+    ref: Any = field(default=None, repr=False)
     first_count: int | None = None
     last_count: int = 0
     last_args: tuple[tuple[str, Any], ...] = ()

@@ -73,7 +73,9 @@ def describe(driver: StepDriver) -> tuple[str, LoopInfo, WorkDecl, list[str]]:
             f"samples per step: fit's batch size ({samples}); an epoch is {per_epoch} batches"
         )
     elif counts.get("tf_function") or calls.get("tf_function"):
-        kind, info = TF2, LoopInfo(kind=TF2, mode=FUNCTION)
+        busiest = max(f.functions.values(), key=lambda s: s.calls, default=None)
+        function = busiest.ref if busiest is not None else None
+        kind, info = TF2, LoopInfo(kind=TF2, mode=FUNCTION, function=function)
     elif "tensorflow" in sys.modules:
         kind, info = TF2, LoopInfo(kind=TF2, mode=EAGER)
     else:
