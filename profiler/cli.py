@@ -38,9 +38,10 @@ SCRIPT_DOC = """your own script:
   runs the script unchanged, as __main__ with its own sys.argv, in the current folder, its
   output on the terminal (and in workloads/<script>/stdout.log), its stdin not connected
   (--stdin FILE gives it one). Steps are found automatically for TF1 Session.run calls,
-  tf.function calls and Keras fit batches; name them for other loops with --step-function,
-  --step-line or `with profiler.step():` in the script. Options go before the script: what
-  follows it is the script's."""
+  tf.function calls and Keras fit batches, and otherwise from the script's loops (the one
+  whose iterations look like training steps; --no-auto-step: off); name them yourself with
+  --step-function, --step-line or `with profiler.step():` in the script. Options go before
+  the script: what follows it is the script's."""
 
 
 #: Exit statuses (``EXIT_DOC``).
@@ -176,6 +177,13 @@ def build_parser() -> argparse.ArgumentParser:
         "training loop, or the loop's own for/while line)",
     )
     script.add_argument(
+        "--no-auto-step",
+        dest="auto_step",
+        action="store_false",
+        help="without framework steps or marks, do not choose one of the script's loops as the "
+        "steps (by default the loop whose iterations look like training steps is chosen)",
+    )
+    script.add_argument(
         "--max-steps",
         type=_positive_int,
         metavar="N",
@@ -224,6 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: ``run`` options that apply to a script only.
 SCRIPT_OPTIONS = ("step_function", "step_line", "max_steps", "graph_mode", "stdin", "repeat")
+#: ``run`` options that apply to a script only and are on by default (given: False).
+SCRIPT_SWITCHES = ("auto_step",)
 
 
 def split_script(
@@ -298,7 +308,8 @@ def _reads_arguments(script: str) -> bool | None:
 def _script_spec(args: argparse.Namespace) -> object | None:
     """The script's spec (checked: bad input is a UsageError), or None without a script."""
     if not args.script:
-        given = [o for o in SCRIPT_OPTIONS if getattr(args, o) not in (None, False)]
+        given = [o for o in SCRIPT_OPTIONS if getattr(args, o) not in (None, False, 0)]
+        given += [f"no_{o}" for o in SCRIPT_SWITCHES if getattr(args, o) is False]
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise UsageError(f"{flag} applies to a script: run [options] SCRIPT.py [its arguments]")
@@ -317,6 +328,7 @@ def _script_spec(args: argparse.Namespace) -> object | None:
             graph_mode=args.graph_mode,
             stdin=args.stdin,
             steps=args.steps,
+            auto_step=args.auto_step,
         )
     except ScriptError as exc:
         raise UsageError(str(exc)) from None

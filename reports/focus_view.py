@@ -73,6 +73,46 @@ def _sentence(w: Mapping[str, Any]) -> str:
     return text + ")."
 
 
+def _budget(script: Mapping[str, Any]) -> str:
+    """Where the script's wall time went around its steps, when the steps are not most of it."""
+    t = script.get("time") or {}
+    wall = float(script.get("wall_s") or 0.0)
+    steps_s = t.get("steps_s")
+    if not wall or steps_s is None or steps_s >= 0.8 * wall:
+        return ""
+    n = script.get("steps") or 0
+    return (
+        f"The script ran {wall:,.1f} s: {t['before_s']:,.1f} s before its first step (imports, "
+        f"data, model), {steps_s:,.1f} s from its first step to its last ({n:,} step"
+        f"{'s' if n != 1 else ''}), {t['after_s']:,.1f} s after it."
+    )
+
+
+#: A block of steps this many times slower or faster than the timed window gets a note.
+BLOCK_RATIO = 1.5
+
+
+def _blocks_note(script: Mapping[str, Any], median_us: float | None) -> str:
+    """When the run's last block of steps (an epoch of fit, a tenth of the run) ran at another
+    speed than the timed window: the windows measured steps unlike the rest of the run."""
+    rows = script.get("blocks") or []
+    if len(rows) < 2 or not median_us:
+        return ""
+    last = rows[-1]
+    ratio = last["median_us"] / median_us
+    if 1 / BLOCK_RATIO < ratio < BLOCK_RATIO:
+        return ""
+    what = "epoch" if (script.get("fit") or {}).get("steps_per_epoch") else "tenth of the run"
+    speed = f"{1 / ratio:.1f}× faster" if ratio < 1 else f"{ratio:.1f}× slower"
+    first = rows[0]
+    return (
+        f"The steps changed speed during the run: the last {what}'s (steps "
+        f"{last['from_step']:,}–{last['to_step']:,}) took a median {duration(last['median_us'])}, "
+        f"{speed} than the timed window's {duration(median_us)} (the first {what}'s: "
+        f"{duration(first['median_us'])}); the findings below describe the timed steps."
+    )
+
+
 def _biggest(split: list[dict[str, Any]]) -> str:
     measured = [r for r in split if r["measured"] and r["category"] != "other" and r["us"]]
     if not measured:
@@ -98,6 +138,8 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
             "message": script.get("message", ""),
             "missed": list(script.get("missed") or []),
             "sentence": "",
+            "budget": _budget(script),
+            "blocks": "",
             "biggest": "",
             "split": [],
             "overhead_share": None,
@@ -105,6 +147,7 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
         }
         if att and w.get("step_time"):
             card["sentence"] = _sentence(w)
+            card["blocks"] = _blocks_note(script, (w.get("step_time") or {}).get("median_us"))
             card["split"] = _split(att)
             card["biggest"] = _biggest(card["split"])
             card["overhead_share"] = att.get("overhead_share")

@@ -51,6 +51,8 @@ def answer(vm: dict[str, Any]) -> str:
     for card in vm.get("focus") or []:
         if not card["split"]:
             continue
+        if card.get("budget"):
+            out.append(card["budget"])
         out.append(card["sentence"])
         parts = []
         for r in card["split"]:
@@ -59,6 +61,8 @@ def answer(vm: dict[str, Any]) -> str:
             elif r["us"]:
                 parts.append(f"{r['label']} {duration(r['us'])} ({100 * r['share']:.0f}%)")
         out.append("  " + "; ".join(parts))
+        if card.get("blocks"):
+            out.append(card["blocks"])
         if card["findings"]:
             out.append("what to change, costliest first:")
             for i, d in enumerate(card["findings"], 1):

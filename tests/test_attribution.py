@@ -254,3 +254,13 @@ def test_order_invariance(timed, rnd: random.Random):
 def test_conservation_error_is_explicit():
     assert issubclass(attribution.ConservationError, ArithmeticError)
     assert set(CATEGORIES) == set(attribution.EXPLAINED) | {"other"}
+
+
+def test_a_much_faster_hooks_window_is_scaled_whole_not_left_to_the_python_side():
+    # Timed steps 1600 ns, the hooks window 800 ns without the hooks' cost (50% faster): the
+    # native call (400 there) is scaled to 800, the Python side (400) to 800, not 1200.
+    att = attribution.attribute(_trace([1600] * 10, HOOKS, FRAMEWORK))
+    assert sum(att.typical.values()) == 1600
+    assert att.typical["compute"] + att.typical["dispatch"] == 800
+    assert att.typical["python"] + att.typical["feed_fetch"] == 800
+    assert any("ran 0.50x the timed window's" in n for n in att.notes)

@@ -12,8 +12,10 @@ from tests.conftest import REPO
 
 def test_the_wheel_installs_only_the_profiler_package_with_its_data(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation"]
-        + ["-q", "-w", str(tmp_path)],
+        [
+            *(sys.executable, "-m", "pip", "wheel", str(REPO)),
+            *("--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path)),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -13,6 +13,7 @@ from profiler.model import CATEGORIES
 from profiler.reports import summary
 from tests import recorded as recorded_run
 
+
 def _w(doc, name):
     return next(w for w in doc["workloads"] if w["name"] == name)
 

@@ -188,7 +188,11 @@ def kernels(trace: WorkloadTrace) -> Kernels | None:
                 f"; + {extra / 1e3:.1f} µs of ops the capture does not trace, at their "
                 "step_stats (FULL_TRACE) time"
             )
-    compute = max(union + extra - data_ns, 0.0)
+    if fw.steps is not None and fw.steps.compute_union_ns:
+        # Kernels outside the input pipeline, their own union (the pipeline's threads overlap).
+        compute = float(fw.median_ns.compute_union_ns) / k + extra
+    else:
+        compute = max(union + extra - data_ns, 0.0)
     return Kernels(compute, data_ns, executor, source, float(fw.median_ns.run_call_ns) / k)
 
 
@@ -218,13 +222,19 @@ def _hooks_composition(
     cost = data.self_cost.per_step_ns / k
     corrected = max(side_total - cost, 0.0)
     window = native + corrected
-    if reference and native > NATIVE_MOST * reference and window > reference:
-        # The whole hooks window ran slower than the timed one (a loaded machine) and the
-        # native call alone nearly fills the timed step: taken absolute it would carry that
-        # drift and leave nothing for the rest, so it is scaled with the rest.
+    drift = window / reference - 1 if reference else 0.0
+    scaled = bool(window) and (
+        drift < -DRIFT_FASTER or (native > NATIVE_MOST * reference and drift > 0)
+    )
+    if scaled:
+        # The hooks window ran much faster than the timed one (hooks never speed a step up: the
+        # timed window met a loaded machine), or slower with a native call that alone nearly
+        # fills the timed step. Taken absolute, the native call would carry that drift and the
+        # Python side absorb it all, so the whole window is scaled to the timed step.
         b.notes.append(
-            f"the hooks window's steps ran {window / reference:.2f}x the timed window's: the "
-            f"native call ({native / 1e3:.1f} µs there) is scaled to the timed step too"
+            f"the hooks window's steps, less the hooks' cost, ran {window / reference:.2f}x the "
+            f"timed window's (machine drift between windows): the native call "
+            f"({native / 1e3:.1f} µs there) and the Python side are scaled to the timed step"
         )
         native *= reference / window
         corrected *= reference / window
@@ -235,8 +245,7 @@ def _hooks_composition(
         )
         native = float(reference)
     budget = reference - native
-    drift = (native + corrected) / reference - 1 if reference else 0.0
-    if abs(drift) > 0.05:
+    if abs(drift) > 0.05 and not scaled:
         b.notes.append(
             f"the hooks window's steps, less the hooks' cost, were {abs(drift):.0%} "
             f"{'slower' if drift > 0 else 'faster'} than the timed window's (machine drift "
@@ -270,6 +279,10 @@ def _hooks_composition(
 #: A native call above this share of the timed step, in a slower hooks window, is scaled with
 #: the window instead of taken absolute.
 NATIVE_MOST = 0.9
+#: A hooks window (less the hooks' cost) this much faster than the timed window is scaled as a
+#: whole; within it, the native call is taken absolute and the Python side absorbs the drift
+#: (a slower window is mostly the hooks' cost beyond its measured lower bound).
+DRIFT_FASTER = 0.25
 
 
 def _split_native(native: float, kern: Kernels | None, b: _Builder, source: str) -> None:

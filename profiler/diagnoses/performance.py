@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from profiler.diagnoses import calls as call_rules
+from profiler.diagnoses import input as input_rules
+from profiler.diagnoses import loops as loop_rules
 from profiler.diagnoses.engine import Diagnosis, Facts, Rule, evaluate, ranked
 
 
@@ -92,9 +95,14 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     _growth_facts(f, trace, wa)
     _epoch_facts(f, trace, wa)
     _compute_facts(f, trace)
-    if wa.distribution is not None and step:
+    input_rules.input_facts(f, parts, trace)
+    call_rules.call_facts(f, trace)
+    loop_rules.loop_facts(f, trace)
+    if wa.distribution is not None and step and wa.distribution.steps >= TREND_STEPS:
         f["trend_us_per_100"] = wa.distribution.trend_ns_per_step * 100 / 1e3
         f["trend_pct_per_100"] = 100 * f["trend_us_per_100"] / step
+        # How much the trend adds across the timed window: noise gives a slope too.
+        f["trend_window_pct"] = f["trend_pct_per_100"] * wa.distribution.steps / 100
     sweep = ((experiments or {}).get("sweep") or {}).get(spec.name) or {}
     fit = sweep.get("fit")
     if fit and f["n"]:
@@ -203,9 +211,21 @@ def _compute_facts(f: dict[str, Any], trace: Any) -> None:
         f["step_flops"] = flops
 
 
+#: Timed steps a step-time trend needs (fewer: a few noisy medians, not a trend), and how much
+#: it must add across the timed window (a loaded machine's drift gives a few percent).
+TREND_STEPS = 50
+TREND_WINDOW_PCT = 15
+
+
 def _overhead_bound(f: Facts) -> bool:
-    # Tracing is not per-call overhead a larger batch would spread: its rules say what to do.
-    return f["overhead_pct"] >= 50 and f["units_per_step"] == 1 and (f.get("tracing_pct") or 0) < 25
+    # Tracing is not per-call overhead a larger batch would spread, nor is waiting for input:
+    # their rules say what to do.
+    return (
+        f["overhead_pct"] >= 50
+        and f["units_per_step"] == 1
+        and (f.get("tracing_pct") or 0) < 25
+        and input_rules.not_input_bound(f)
+    )
 
 
 RULES: tuple[Rule, ...] = (
@@ -506,8 +526,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="steps_slow_down",
         subject="workload",
-        needs=("label", "step_us", "trend_us_per_100", "trend_pct_per_100"),
-        when=lambda f: f["trend_pct_per_100"] >= 2,
+        needs=("label", "step_us", "trend_us_per_100", "trend_pct_per_100", "trend_window_pct"),
+        when=lambda f: f["trend_pct_per_100"] >= 2 and f["trend_window_pct"] >= TREND_WINDOW_PCT,
         message="{label}: steps get slower as the run goes on: +{trend_us_per_100:,.1f} µs "
         "every 100 steps ({trend_pct_per_100:.1f}% of the {step_us:,.0f} µs step), in the "
         "timed window.",
@@ -532,6 +552,9 @@ RULES: tuple[Rule, ...] = (
         "Python numbers) so it traces once.",
         cost="tracing_us",
     ),
+    *input_rules.RULES,
+    *call_rules.RULES,
+    *loop_rules.RULES,
 )
 
 

@@ -24,7 +24,8 @@ class HookParts:
     ``build_results``, ``run_rest``. TF2 ``tf.function``: ``outside_call``, ``function_call``,
     ``bind_args``, ``lookup``, ``tracing``, ``instantiate`` (in a step that traced, the native
     call's time beyond a step that did not: the new concrete function's instantiation),
-    ``call_flat``, ``native``.
+    ``call_flat``, ``native``, ``iterator_next`` (a tf.data iterator's ``next`` between calls:
+    the loop waiting for its input).
     """
 
     NATIVE = "native"
@@ -45,6 +46,7 @@ class HookParts:
     TRACING = "tracing"
     INSTANTIATE = "instantiate"
     CALL_FLAT = "call_flat"
+    ITERATOR_NEXT = "iterator_next"
 
 
 #: Named parts of categories the attribution reports (``feed_fetch.feed`` ...), by hooks part.
@@ -55,6 +57,7 @@ ATTRIBUTION_PARTS: dict[str, str] = {
     HookParts.BUILD_RESULTS: "fetch",
     HookParts.TRACING: "retrace",
     HookParts.INSTANTIATE: "retrace",
+    HookParts.ITERATOR_NEXT: "input",
 }
 
 
@@ -204,6 +207,7 @@ class StepColumns:
     eager_ops: tuple[int, ...] = ()
     eager_op_ns: tuple[int, ...] = ()
     data_op_ns: tuple[int, ...] = ()
+    compute_union_ns: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +224,7 @@ class StepMedians:
     eager_ops: int = 0
     eager_op_ns: int = 0
     data_op_ns: int = 0
+    compute_union_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)

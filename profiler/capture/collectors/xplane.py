@@ -97,12 +97,16 @@ STEP_COLUMNS: tuple[str, ...] = (
     "eager_ops",
     "eager_op_ns",
     "data_op_ns",
+    "compute_union_ns",
 )
 
 #: Kernels of the input pipeline (tf.data iterators): their time is feeding data, not
 #: arithmetic. ``data_op_ns`` is their union per step (an epoch's ``MakeIterator`` lands in the
 #: step that sets the epoch up, and the median step does not carry it).
 DATA_OPS = re.compile(r"Iterator|Optional(HasValue|GetValue|None|FromValue)|Prefetch|Shuffle")
+#: Threads of the input pipeline: a kernel there (a map's py_function, its ops) is input work.
+DATA_TRACK = "tf_data"
+
 
 _THREAD_ID = re.compile(r"^(?P<base>.*?)/-?\d+$")
 
@@ -137,6 +141,11 @@ class XEvent:
     @property
     def end_ns(self) -> int:
         return self.start_ns + self.dur_ns
+
+
+def is_data(e: XEvent) -> bool:
+    """Whether a kernel event is the input pipeline's (by op, or by the thread it ran on)."""
+    return bool(DATA_OPS.search(e.kernel)) or e.track.startswith(DATA_TRACK)
 
 
 @dataclass(frozen=True)
@@ -393,8 +402,9 @@ def step_table(capture: Capture) -> StepColumns:
             "kernels": len(kernels),
             "eager_ops": len(eager),
             "eager_op_ns": sum(e.dur_ns for e in eager),
-            "data_op_ns": union_ns(
-                (e.start_ns, min(e.end_ns, end)) for e in kernels if DATA_OPS.search(e.kernel)
+            "data_op_ns": union_ns((e.start_ns, min(e.end_ns, end)) for e in kernels if is_data(e)),
+            "compute_union_ns": union_ns(
+                (e.start_ns, min(e.end_ns, end)) for e in kernels if not is_data(e)
             ),
         }
         for c in STEP_COLUMNS:

@@ -164,6 +164,12 @@ TF2 = Target(
             "Context.call_function",
             "the native call: the function's graph (executor and kernels)",
         ),
+        HookPoint(
+            P.ITERATOR_NEXT,
+            "tensorflow.python.data.ops.iterator_ops",
+            "OwnedIterator.__next__",
+            "the next element of a tf.data iterator (the loop waiting for its input)",
+        ),
     ),
     intervals={},
     # Self times: function_call is __call__/_call's own work, lookup the cache look-up's own
@@ -171,7 +177,15 @@ TF2 = Target(
     derived={
         P.OUTSIDE_CALL: (
             "wall",
-            (P.FUNCTION_CALL, P.BIND_ARGS, P.LOOKUP, P.TRACING, P.CALL_FLAT, P.NATIVE),
+            (
+                P.FUNCTION_CALL,
+                P.BIND_ARGS,
+                P.LOOKUP,
+                P.TRACING,
+                P.CALL_FLAT,
+                P.NATIVE,
+                P.ITERATOR_NEXT,
+            ),
         ),
     },
     partition=(
@@ -183,6 +197,7 @@ TF2 = Target(
         P.INSTANTIATE,
         P.CALL_FLAT,
         P.NATIVE,
+        P.ITERATOR_NEXT,
     ),
     outside=P.OUTSIDE_CALL,
     categories={
@@ -194,6 +209,7 @@ TF2 = Target(
         P.INSTANTIATE: "tracing",
         P.CALL_FLAT: "python",
         P.NATIVE: "native",
+        P.ITERATOR_NEXT: "feed_fetch",
     },
 )
 

@@ -35,11 +35,18 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-from profiler.capture.script.driver import FEED_CHECKS, FunctionStats, StepDriver, arg_key
+from profiler.capture.script.driver import (
+    FEED_CHECKS,
+    FunctionStats,
+    KerasCalls,
+    StepDriver,
+    arg_key,
+)
 
 _SESSION = "tensorflow.python.client.session"
 _FUNCTION = "tensorflow.python.eager.polymorphic_function.polymorphic_function"
 _KERAS_TRAINER = "keras.src.backend.tensorflow.trainer"
+_DATASET = "tensorflow.python.data.ops.dataset_ops"
 
 
 def wrap_call(fn: Callable[..., Any], driver: StepDriver, source: str) -> Callable[..., Any]:
@@ -164,19 +171,47 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
     return session_run
 
 
-def _blocked(fn: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
-    """``fn`` such that nothing it calls is a step (Keras ``evaluate``/``predict``)."""
+def _blocked(fn: Callable[..., Any], driver: StepDriver, name: str) -> Callable[..., Any]:
+    """``fn`` such that nothing it calls is a step (Keras ``evaluate``/``predict``); the script
+    thread's outermost calls are counted and timed (``Facts.keras_calls``), with the number of
+    samples each was given (a loop calling ``predict`` on one sample at a time)."""
     d = driver
+    clock, ident, main = driver.clock, threading.get_ident, driver.main
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
+        outer = d.block == 0 and ident() == main
+        t0 = clock() if outer else 0
         d.block += 1
         try:
             return fn(*args, **kwargs)
         finally:
             d.block -= 1
+            if outer:
+                stats = d.facts.keras_calls.get(name)
+                if stats is None:
+                    stats = d.facts.keras_calls[name] = KerasCalls()
+                stats.calls += 1
+                stats.ns += clock() - t0
+                n = _samples(args[1] if len(args) > 1 else kwargs.get("x"))
+                if n is not None:
+                    stats.samples += n
+                    stats.sized += 1
 
     return call
+
+
+def _samples(x: Any) -> int | None:
+    """The leading dimension of an array (or the first of a list/dict of arrays), if known."""
+    if isinstance(x, (list, tuple)) and x:
+        x = x[0]
+    elif isinstance(x, dict) and x:
+        x = next(iter(x.values()))
+    shape = getattr(x, "shape", None)
+    try:
+        return int(shape[0]) if shape is not None and len(shape) > 0 else None
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 #: ``Model.fit``'s positional index of ``callbacks`` (Keras 3).
@@ -310,7 +345,12 @@ class Patches:
         self.originals: dict[str, Any] = {}
 
     def hooks(self) -> dict[str, Callable[[ModuleType], None]]:
-        return {_SESSION: self.session, _FUNCTION: self.function, _KERAS_TRAINER: self.keras}
+        return {
+            _SESSION: self.session,
+            _FUNCTION: self.function,
+            _KERAS_TRAINER: self.keras,
+            _DATASET: self.dataset,
+        }
 
     def session(self, module: ModuleType) -> None:
         cls = module.BaseSession
@@ -328,9 +368,38 @@ class Patches:
         cls = module.TensorFlowTrainer
         self.originals["fit"] = vars(cls)["fit"]
         cls.fit = wrap_fit(vars(cls)["fit"], self.driver)
-        cls.evaluate = _blocked(vars(cls)["evaluate"], self.driver)
-        cls.predict = _blocked(vars(cls)["predict"], self.driver)
-        self.applied.append("keras_fit: TensorFlowTrainer.fit (evaluate, predict: no steps)")
+        cls.evaluate = _blocked(vars(cls)["evaluate"], self.driver, "evaluate")
+        cls.predict = _blocked(vars(cls)["predict"], self.driver, "predict")
+        for name in ("predict_on_batch", "test_on_batch"):
+            if name in vars(cls):
+                setattr(cls, name, _blocked(vars(cls)[name], self.driver, name))
+        self.applied.append(
+            "keras_fit: TensorFlowTrainer.fit (evaluate, predict, predict_on_batch, test_on_batch: "
+            "no steps)"
+        )
+
+    def dataset(self, module: ModuleType) -> None:
+        cls = module.DatasetV2
+        self.originals["dataset_iter"] = vars(cls)["__iter__"]
+        cls.__iter__ = wrap_dataset_iter(vars(cls)["__iter__"], self.driver)
+        self.applied.append("tf_data: DatasetV2.__iter__ (the pipelines iterated)")
+
+
+def wrap_dataset_iter(fn: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
+    """``DatasetV2.__iter__`` that records each dataset the script's thread iterates."""
+    pipelines = driver.facts.pipelines
+    ident, main = threading.get_ident, driver.main
+
+    @functools.wraps(fn)
+    def iterate(self: Any) -> Any:
+        if ident() == main:
+            try:
+                pipelines.iterated(self)
+            except Exception:  # describing is best effort; iterating must not change
+                pass
+        return fn(self)
+
+    return iterate
 
 
 class ImportWatcher(importlib.abc.MetaPathFinder):
@@ -480,3 +549,158 @@ def step_line_marks(driver: StepDriver) -> tuple[Callable[[], None], Callable[[]
             d.boundary()
 
     return __profiler_step_line__, __profiler_step_line_end__
+
+
+# --- automatic steps: the loop whose iterations are the steps ----------------------------------
+
+#: Loop activity watched before a loop is chosen: DECIDE_S, or DECIDE_EARLY_S once a loop has
+#: EARLY_ITERATIONS timed iterations.
+DECIDE_S = 1.0
+DECIDE_EARLY_S = 0.25
+EARLY_ITERATIONS = 50
+#: A loop's timed iterations must hold this share of the time watched to be a candidate.
+MIN_COVERAGE = 0.3
+#: Iterations shorter than this are an inner loop's (a step marked there would cost more
+#: than a few percent of it): never chosen.
+MIN_ITERATION_NS = 5_000
+#: The step time a training loop's iteration is typically near (log scale): an epoch loop is
+#: far above it, a loop over the samples or layers of one batch far below.
+TARGET_STEP_NS = 10_000_000
+
+
+class LoopMarks:
+    """The marks ``source.mark_loops`` compiles into every loop, and the choice between them.
+
+    Until a loop is chosen, each mark counts its loop's iterations and times them (from one
+    iteration's start to the next, or to the loop's end). Only loops whose code names
+    training are watched when the script has any (``source.TRAINING_WORDS``). After
+    ``DECIDE_S`` of loop activity (sooner for a busy loop), the loop is chosen whose iterations
+    hold at least ``MIN_COVERAGE`` of that time and whose mean iteration, at least
+    ``MIN_ITERATION_NS``, is nearest ``TARGET_STEP_NS`` (log scale); from then on its
+    iterations are steps (as ``--step-line`` on its header) and the other marks return at
+    once. If a framework detector found steps first (``session.run``, a ``tf.function``,
+    ``fit``), no loop is chosen.
+    """
+
+    def __init__(self, driver: StepDriver, sites: list[Any]) -> None:
+        self.driver = driver
+        self.sites = sites
+        n = len(sites)
+        self.count = [0] * n
+        self.timed = [0] * n
+        self.total_ns = [0] * n
+        self.last = [0] * n
+        self.first_ns = 0
+        self.chosen = -1
+        self.decided = False
+        self.why = ""
+        self.in_step = False
+        self.counter = driver.detector("auto_loop")
+        # Loops whose code names training are the candidates, when there are any: a long
+        # data-loading loop before the training is not chosen.
+        trains = [bool(getattr(s, "training", False)) for s in sites]
+        self.candidate = trains if any(trains) else [True] * n
+
+    def mark(self, k: int) -> None:
+        if self.decided:
+            if k == self.chosen:
+                self._step()
+            return
+        if not self.candidate[k]:
+            return
+        d = self.driver
+        t = d.clock()
+        if d.started:  # a framework detector's steps came first
+            self.decided = True
+            self.why = "steps came from the framework first"
+            return
+        if not self.first_ns:
+            self.first_ns = t
+        last = self.last[k]
+        if last:
+            self.timed[k] += 1
+            self.total_ns[k] += t - last
+        self.last[k] = t
+        self.count[k] += 1
+        watched = t - self.first_ns
+        if watched >= DECIDE_S * 1e9 or (
+            watched >= DECIDE_EARLY_S * 1e9 and self.timed[k] >= EARLY_ITERATIONS
+        ):
+            self._decide(watched)
+            if k == self.chosen:
+                self._step()
+
+    def end(self, k: int) -> None:
+        if self.decided:
+            if k == self.chosen and self.in_step:
+                self.in_step = False
+                self.driver.block -= 1
+                self.counter.steps += 1
+                self.driver.boundary()
+            return
+        last = self.last[k]
+        if last and self.candidate[k]:
+            self.timed[k] += 1
+            self.total_ns[k] += self.driver.clock() - last
+            self.last[k] = 0
+
+    def _step(self) -> None:
+        d = self.driver
+        if self.in_step:
+            self.counter.steps += 1
+            d.boundary()
+        else:
+            if not d.started:
+                d.begin()
+            # Framework calls inside the loop's steps are part of them, not steps of their own.
+            d.block += 1
+            self.in_step = True
+        d.open_wrap()
+
+    def _decide(self, watched: int) -> None:
+        import math
+
+        self.decided = True
+        best = None
+        for k in range(len(self.sites)):
+            if self.timed[k] < 2 or self.total_ns[k] < MIN_COVERAGE * watched:
+                continue
+            mean = self.total_ns[k] / self.timed[k]
+            if mean < MIN_ITERATION_NS:
+                continue
+            score = abs(math.log10(max(mean, 1.0) / TARGET_STEP_NS))
+            if best is None or score < best[0]:
+                best = (score, k, mean)
+        if best is None:
+            self.why = "no loop's iterations held enough of the time"
+            return
+        _, k, mean = best
+        site = self.sites[k]
+        self.chosen = k
+        share = self.total_ns[k] / watched
+        self.why = (
+            f"the {site.kind} loop at line {site.line} ({site.function}): its iterations took "
+            f"{mean / 1e3:,.1f} µs on average, {share:.0%} of the first "
+            f"{watched / 1e9:.2f} s of loop activity"
+        )
+
+    def record(self) -> dict[str, Any]:
+        """What was watched and chosen, for the script's record."""
+        site = self.sites[self.chosen] if self.chosen >= 0 else None
+        return {
+            "chosen_line": site.line if site is not None else None,
+            "why": self.why,
+            "loops": [
+                {
+                    "line": s.line,
+                    "function": s.function,
+                    "candidate": self.candidate[k],
+                    "iterations": self.count[k],
+                    "mean_us": round(self.total_ns[k] / self.timed[k] / 1e3, 3)
+                    if self.timed[k]
+                    else None,
+                }
+                for k, s in enumerate(self.sites)
+                if self.count[k]
+            ][:20],
+        }

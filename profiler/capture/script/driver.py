@@ -29,6 +29,7 @@ the result of a ``CALL``.
 
 from __future__ import annotations
 
+import array
 import collections
 import queue
 import threading
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from profiler.capture.loop import Loop, LoopEnded, LoopInfo, StepWrapper
+from profiler.capture.script.pipeline import Pipelines
 from profiler.clock import Clock
 from profiler.model import MetricPoint, WorkDecl
 
@@ -83,6 +85,25 @@ class Detector:
 
 
 @dataclass
+class KerasCalls:
+    """One Keras method's calls outside the steps (``predict`` per sample in a loop ...)."""
+
+    calls: int = 0
+    ns: int = 0
+    samples: int = 0
+    #: Calls whose input's size was known (``samples`` sums those).
+    sized: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "ms": round(self.ns / 1e6, 3),
+            "samples": self.samples,
+            "sized": self.sized,
+        }
+
+
+@dataclass
 class Facts:
     """What the detectors saw, for the phases (``ScriptLoop.info``) and the record."""
 
@@ -102,6 +123,10 @@ class Facts:
     functions: dict[int, FunctionStats] = field(default_factory=dict)
     #: Consecutive ``session.run`` calls compared (``note_feeds``) and how many fed the same
     #: values as the call before.
+    #: Keras calls that are not steps (``predict``, ``evaluate``): calls, ns, samples (summed).
+    keras_calls: dict[str, KerasCalls] = field(default_factory=dict)
+    #: The tf.data datasets the script's thread iterated (``profiler.capture.script.pipeline``).
+    pipelines: Pipelines = field(default_factory=Pipelines)
     feeds_compared: int = 0
     feeds_same: int = 0
     last_feeds: tuple[Any, ...] | None = None
@@ -239,6 +264,10 @@ class StepDriver:
         self.end_reason = ""
         self.freed = False
         self.first_start_ns = 0
+        self.last_end_ns = 0
+        #: Every step's end (8 bytes a step, up to ``ENDS_MAX``): the run's step times outside
+        #: the windows too (``blocks``).
+        self.ends = _Ends()
         self.last_ns = 0
         self.open: Any = None
         self.detectors: dict[str, Detector] = {}
@@ -287,6 +316,8 @@ class StepDriver:
         """The step in progress ends now (and the next begins)."""
         t = self.clock()
         self.append(t)
+        self.last_end_ns = t
+        self.ends.append(t)
         self.done += 1
         self.left -= 1
         if self.left <= 0:
@@ -408,6 +439,46 @@ class StepDriver:
         """Every kept metric point, in step order."""
         points = [p for series in self.metrics.values() for p in series.points]
         return sorted(points, key=lambda p: (p.step, p.name))
+
+
+#: Step ends kept; beyond, the later steps are not in ``blocks`` (~80 MB at most).
+ENDS_MAX = 10_000_000
+
+
+class _Ends:
+    """Step end times in a compact array, bounded."""
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values = array.array("q")
+
+    def append(self, t: int) -> None:
+        if len(self.values) < ENDS_MAX:
+            self.values.append(t)
+
+
+def blocks(
+    first_ns: int, ends: array.array[int], size: int, first_step: int = 0
+) -> list[dict[str, Any]]:
+    """The median step time of each block of ``size`` steps from ``first_step`` (an epoch of
+    fit, or a tenth of the run): whether the steps outside the windows ran like the timed ones."""
+    if not ends or size <= 0:
+        return []
+    starts = [first_ns, *ends[:-1]]
+    out = []
+    for b in range(first_step, len(ends), size):
+        durs = sorted(ends[i] - starts[i] for i in range(b, min(b + size, len(ends))))
+        if not durs:
+            continue
+        out.append(
+            {
+                "from_step": b,
+                "to_step": b + len(durs) - 1,
+                "median_us": round(durs[len(durs) // 2] / 1e3, 3),
+            }
+        )
+    return out
 
 
 class _Series:

@@ -22,6 +22,7 @@ those of the file, so tracebacks and line tables read as usual.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -274,3 +275,106 @@ def mark_step_line(src: Source, line: int) -> str:
         outer_list, loop = loops[-1]
         outer_list.insert(outer_list.index(loop) + 1, _call(STEP_LINE_END, loop))  # type: ignore[arg-type]
     return f"line {line}: each execution"
+
+
+# --- automatic steps: every loop marked, one chosen at run time ----------------------------------
+
+LOOP_MARK = "__profiler_loop__"
+LOOP_END = "__profiler_loop_end__"
+
+
+@dataclass(frozen=True)
+class LoopSite:
+    """A loop of the script, marked for automatic step detection.
+
+    Attributes:
+        index: the argument its marks pass.
+        line: its header's line.
+        depth: how many loops enclose it (0: outermost in its function or module).
+        kind: ``for`` or ``while``.
+        function: the function holding it (``<module>`` at the top level).
+        training: its code names training (``TRAINING_WORDS``: a loss, gradients, an update,
+            an optimizer, epochs, batches): a data-loading loop before the training does not.
+    """
+
+    index: int
+    line: int
+    depth: int
+    kind: str
+    function: str
+    training: bool = False
+
+
+#: Names (identifiers, attributes, keywords; lower-cased) that mark a loop as training: anywhere
+#: in the loop (a loss, gradients, an update, an optimizer, a step function) ...
+TRAINING_WORDS = re.compile(
+    r"loss|grad|backprop|backward|optimi[sz]|minimi[sz]e|update|sgd|"
+    r"(^|_)step($|_)|(^|_)fit($|_)|train_on_batch"
+)
+#: ... or in its header: its variable (``for epoch in``, ``for batch in``) or what it iterates
+#: (``range(epochs)``, ``train_dataset``, ``loader``). A data-loading loop that fills
+#: ``training_data`` names training in its body only.
+TARGET_WORDS = re.compile(r"epoch|batch|step|iter")
+ITER_WORDS = re.compile(r"epochs|batches|steps|iterations|dataset|loader|^ds$|_ds$")
+
+
+def _names(node: ast.AST) -> list[str]:
+    out = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            out.append(n.id.lower())
+        elif isinstance(n, ast.Attribute):
+            out.append(n.attr.lower())
+        elif isinstance(n, ast.keyword) and n.arg:
+            out.append(n.arg.lower())
+    return out
+
+
+def _trains(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+    if any(TRAINING_WORDS.search(n) for n in _names(loop)):
+        return True
+    if isinstance(loop, ast.While):
+        return any(ITER_WORDS.search(n) or TARGET_WORDS.search(n) for n in _names(loop.test))
+    return any(TARGET_WORDS.search(n) for n in _names(loop.target)) or any(
+        ITER_WORDS.search(n) for n in _names(loop.iter)
+    )
+
+
+def mark_loops(src: Source) -> list[LoopSite]:
+    """Put ``__profiler_loop__(k)`` first in every loop's body and ``__profiler_loop_end__(k)``
+    after the loop: each iteration announces itself, and the script process picks the loop
+    whose iterations are the steps (``profiler.capture.script.detect.LoopMarks``)."""
+    sites: list[LoopSite] = []
+
+    def mark(stmts: list[ast.stmt], depth: int, function: str) -> None:
+        i = 0
+        while i < len(stmts):
+            stmt = stmts[i]
+            inner_depth, inner_function = depth, function
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner_depth, inner_function = 0, stmt.name
+            elif isinstance(stmt, ast.ClassDef):
+                inner_depth, inner_function = 0, function
+            if isinstance(stmt, _LOOPS):
+                k = len(sites)
+                kind = "while" if isinstance(stmt, ast.While) else "for"
+                sites.append(LoopSite(k, stmt.lineno, depth, kind, function, _trains(stmt)))
+                for inner in _statement_lists(stmt):
+                    mark(inner, depth + 1, function)
+                stmt.body.insert(0, _loop_call(LOOP_MARK, k, stmt))
+                stmts.insert(i + 1, _loop_call(LOOP_END, k, stmt))
+                i += 2
+                continue
+            for inner in _statement_lists(stmt):
+                mark(inner, inner_depth, inner_function)
+            i += 1
+
+    mark(src.tree.body, 0, "<module>")
+    return sites
+
+
+def _loop_call(name: str, k: int, at: ast.AST) -> ast.stmt:
+    call = ast.Call(
+        func=ast.Name(id=name, ctx=ast.Load()), args=[ast.Constant(value=k)], keywords=[]
+    )
+    return ast.copy_location(ast.Expr(value=ast.copy_location(call, at)), at)

@@ -37,6 +37,8 @@ class ScriptSpec(WorkloadSpec):
         graph_mode: ``--graph-mode``: disable eager execution before the script starts.
         stdin: ``--stdin``: a file given to the script as its standard input.
         steps: ``--steps``: the timed window's steps (None: about a second of steps).
+        auto_step: without framework steps or marks, the script's loop whose iterations look
+            like training steps is chosen (``--no-auto-step``: off).
     """
 
     path: str = ""
@@ -48,6 +50,7 @@ class ScriptSpec(WorkloadSpec):
     graph_mode: bool = False
     stdin: str | None = None
     steps: int | None = None
+    auto_step: bool = True
 
     #: The module the runner starts for this workload (``python -m``).
     WORKER_MODULE: ClassVar[str] = "profiler.capture.script"
@@ -64,6 +67,7 @@ class ScriptSpec(WorkloadSpec):
             "graph_mode": self.graph_mode,
             "stdin": self.stdin,
             "steps": self.steps,
+            "auto_step": self.auto_step,
         }
 
     @classmethod
@@ -92,6 +96,7 @@ class ScriptSpec(WorkloadSpec):
         graph_mode: bool = False,
         stdin: Path | None = None,
         steps: int | None = None,
+        auto_step: bool = True,
     ) -> ScriptSpec:
         """Check the script and its options and build its spec.
 
@@ -131,4 +136,5 @@ class ScriptSpec(WorkloadSpec):
             graph_mode=graph_mode,
             stdin=str(stdin.resolve()) if stdin is not None else None,
             steps=steps,
+            auto_step=auto_step,
         )

@@ -44,7 +44,7 @@ from profiler import markers
 from profiler.capture.phases import sampled
 from profiler.capture.schedule import ERROR_TAIL_LINES
 from profiler.capture.script import detect, source
-from profiler.capture.script.driver import Interrupted, StepDriver, StopScript
+from profiler.capture.script.driver import Interrupted, StepDriver, StopScript, blocks
 from profiler.capture.script.facts import main_source
 from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule
 from profiler.capture.worker import ERROR_FILE, MODEL_FILE, WorkerSpec, progress_writer
@@ -57,6 +57,8 @@ EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 _OURS = (str(Path(__file__).resolve().parent), str(Path(markers.__file__).resolve()))
 #: Seconds to wait for the schedule's thread after the script is done.
 JOIN_TIMEOUT_S = 60.0
+#: Blocks of steps a run without epochs is cut into for ``script.blocks``.
+BLOCKS = 10
 
 
 class WatchedStdin:
@@ -132,6 +134,7 @@ class ScriptRun:
         self.patches = detect.Patches(self.driver)
         self.step_targets: list[Any] = []
         self.marked: dict[str, str] = {}
+        self.loops: detect.LoopMarks | None = None
         self.start_ns = 0
         self.end_ns = 0
         self.graph_ns = 0
@@ -152,6 +155,8 @@ class ScriptRun:
             )
         if self.opts.get("step_line"):
             self.marked["step_line"] = source.mark_step_line(src, int(self.opts["step_line"]))
+        if not self.marked and self.opts.get("auto_step", True):
+            self.loops = detect.LoopMarks(self.driver, source.mark_loops(src))
         return src.compile(), src
 
     def module_target(self, code: Any) -> tuple[Any, Any]:
@@ -184,6 +189,8 @@ class ScriptRun:
         }
         g[source.STEP_FUNCTION] = detect.step_function_decorator(self.driver, self.step_targets)
         g[source.STEP_LINE], g[source.STEP_LINE_END] = detect.step_line_marks(self.driver)
+        if self.loops is not None:
+            g[source.LOOP_MARK], g[source.LOOP_END] = self.loops.mark, self.loops.end
         return g
 
     def graph_mode(self) -> None:
@@ -385,11 +392,36 @@ class ScriptRun:
             "missed": list(out.missed),
             "functions": [s.to_json() for s in d.facts.functions.values() if s.calls],
             "graph_growth": d.facts.graph_growth(out.warmup.n_steps),
+            "pipelines": d.facts.pipelines.to_json(),
+            "auto_step": self.loops.record() if self.loops is not None else None,
+            "keras_calls": {k: v.to_json() for k, v in d.facts.keras_calls.items()},
+            "time": self.time_budget(),
+            "blocks": self.step_blocks(),
             "fit": {
                 k: v
                 for k, v in d.facts.fit.items()
                 if isinstance(v, (int, float, str, bool, list, type(None)))
             },
+        }
+
+    def step_blocks(self) -> list[dict[str, Any]]:
+        """Median step time per epoch of fit (or per tenth of the run), all steps included."""
+        d = self.driver
+        ends = d.ends.values
+        per_epoch = d.facts.fit.get("steps_per_epoch")
+        if per_epoch:
+            return blocks(d.first_start_ns, ends, int(per_epoch), int(d.facts.fit["first_step"]))
+        return blocks(d.first_start_ns, ends, max(-(-len(ends) // BLOCKS), 1))
+
+    def time_budget(self) -> dict[str, float] | None:
+        """The script's wall time before its first step, from it to its last, and after (s)."""
+        d = self.driver
+        if not (self.start_ns and self.end_ns and d.started and d.last_end_ns):
+            return None
+        return {
+            "before_s": round(max(d.first_start_ns - self.start_ns, 0) / 1e9, 3),
+            "steps_s": round(max(d.last_end_ns - d.first_start_ns, 0) / 1e9, 3),
+            "after_s": round(max(self.end_ns - d.last_end_ns, 0) / 1e9, 3),
         }
 
     def trace(self, out: Outcome, status: str, error: str = "") -> WorkloadTrace:

@@ -1,0 +1,275 @@
+"""The structure of the tf.data pipelines a script iterates: what feeds its steps.
+
+Place in the pipeline: ``DatasetV2.__iter__`` is wrapped when ``dataset_ops`` is imported
+(``profiler.capture.script.detect.Patches``); each dataset the script's own thread iterates is
+described once (``describe``: a walk of its ``_inputs()``, a few µs) and counted at every
+iteration (an epoch of ``fit`` or of a ``for`` loop). The descriptions go to the script's
+record (``script.pipelines``), where the input-bound finding reads what the pipeline lacks:
+a parallel map, a cache after an expensive map, a prefetch at its end.
+
+Every read of a dataset's private attributes is guarded: another TensorFlow version gives a
+shorter description, never an error in the user's script.
+"""
+
+from __future__ import annotations
+
+import inspect
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Datasets described per script; later ones are counted under ``others``.
+MAX_PIPELINES = 4
+#: Stages walked per pipeline (a pipeline is a chain; zips and interleaves branch).
+MAX_STAGES = 40
+
+#: Dataset classes by the stage they are (``_ParallelMapDataset`` -> ``map``).
+_KINDS = {
+    "_MapDataset": "map",
+    "_ParallelMapDataset": "map",
+    "ParallelMapDataset": "map",
+    "MapDataset": "map",
+    "_BatchDataset": "batch",
+    "BatchDataset": "batch",
+    "_ParallelBatchDataset": "batch",
+    "_PaddedBatchDataset": "padded_batch",
+    "_PrefetchDataset": "prefetch",
+    "PrefetchDataset": "prefetch",
+    "CacheDataset": "cache",
+    "_CacheDataset": "cache",
+    "_MemoryCacheDataset": "cache",
+    "_ShuffleDataset": "shuffle",
+    "ShuffleDataset": "shuffle",
+    "_RepeatDataset": "repeat",
+    "RepeatDataset": "repeat",
+    "_TakeDataset": "take",
+    "_SkipDataset": "skip",
+    "_FilterDataset": "filter",
+    "_UnbatchDataset": "unbatch",
+    "_InterleaveDataset": "interleave",
+    "_ParallelInterleaveDataset": "interleave",
+    "_FlatMapDataset": "flat_map",
+    "_TensorSliceDataset": "from_tensor_slices",
+    "TensorSliceDataset": "from_tensor_slices",
+    "_TensorDataset": "from_tensors",
+    "_RangeDataset": "range",
+    "_ZipDataset": "zip",
+    "_ConcatenateDataset": "concatenate",
+    "TFRecordDatasetV2": "tfrecord",
+    "_TFRecordDataset": "tfrecord",
+    "TextLineDatasetV2": "text_line",
+    "_OptionsDataset": "options",
+    "_PrefetchToDeviceDataset": "prefetch",
+}
+#: Ops in a map function that run Python (they hold the GIL: parallel calls barely overlap).
+PY_OPS = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless"})
+#: Ops in a map function whose result changes per call (a cache would freeze them).
+RANDOM_OPS = frozenset(
+    {
+        "RandomUniform",
+        "RandomUniformInt",
+        "RandomStandardNormal",
+        "TruncatedNormal",
+        "RandomShuffle",
+        "Multinomial",
+        "RandomGamma",
+        "RandomPoisson",
+        "RandomPoissonV2",
+        "StatelessRandomUniformV2",
+        "StatelessRandomNormalV2",
+        "StatelessRandomUniformIntV2",
+        "StatelessRandomGetKeyCounter",
+        "RngReadAndSkip",
+        "RngBitGenerator",
+        "StatefulUniform",
+        "StatefulStandardNormalV2",
+        "StatefulUniformInt",
+        "AnonymousSeedGenerator",
+        "RandomIndexShuffle",
+    }
+)
+
+
+@dataclass
+class Stage:
+    """One transformation of a pipeline, from its source to the iterator.
+
+    Attributes:
+        kind: ``map``, ``batch``, ``prefetch``, ``cache``, ``from_tensor_slices`` ... (the
+            dataset's class name where it is not known).
+        parallel: a map's ``num_parallel_calls`` (``AUTOTUNE``, a number; "" when serial).
+        function: a map's Python function (``name (file:line)``), "" when unknown.
+        python: the map's function calls Python (``tf.py_function``, ``tf.numpy_function``):
+            the Python it runs (``name (file:line)``), or ``(unknown)``.
+        random: the map's function draws random numbers (an augmentation).
+        detail: a batch's size, a shuffle's or prefetch's buffer.
+    """
+
+    kind: str
+    parallel: str = ""
+    function: str = ""
+    python: str = ""
+    random: bool = False
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if v not in ("", False)} | {"kind": self.kind}
+
+
+@dataclass
+class Pipeline:
+    """One dataset the script iterated: its stages (source first) and how often.
+
+    ``auto_prefetch``/``auto_parallel``: whether tf.data's default optimisations apply to it
+    (TensorFlow >= 2.12, not switched off in its options): a prefetch injected after a last
+    synchronous stage, stateless maps run in parallel. None: not known.
+    """
+
+    stages: list[Stage]
+    iterations: int = 0
+    auto_prefetch: bool | None = None
+    auto_parallel: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "iterations": self.iterations,
+            "stages": [s.to_json() for s in self.stages],
+            "auto_prefetch": self.auto_prefetch,
+            "auto_parallel": self.auto_parallel,
+        }
+
+
+@dataclass
+class Pipelines:
+    """The datasets iterated, by id (a weak reference each: a freed dataset's id is reused)."""
+
+    seen: dict[int, tuple[Any, Pipeline]] = field(default_factory=dict)
+    others: int = 0
+
+    def iterated(self, ds: Any) -> None:
+        """Count one iteration of ``ds`` (describing it the first time)."""
+        entry = self.seen.get(id(ds))
+        if entry is not None and entry[0]() is ds:
+            entry[1].iterations += 1
+            return
+        if len(self.seen) >= MAX_PIPELINES:
+            self.others += 1
+            return
+        try:
+            ref = weakref.ref(ds)
+        except TypeError:
+            return
+        pipe = Pipeline(describe(ds), 1)
+        pipe.auto_prefetch, pipe.auto_parallel = defaults(ds)
+        self.seen[id(ds)] = (ref, pipe)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        out = [p.to_json() for _, p in sorted(self.seen.values(), key=lambda e: -e[1].iterations)]
+        return out
+
+
+def describe(ds: Any) -> list[Stage]:
+    """The stages from the source to ``ds`` (the first input of each, where it branches)."""
+    chain: list[Stage] = []
+    node = ds
+    while node is not None and len(chain) < MAX_STAGES:
+        chain.append(_stage(node))
+        try:
+            inputs = list(node._inputs())
+        except Exception:  # a dataset without the private API: the chain ends here
+            break
+        node = inputs[0] if inputs else None
+    chain.reverse()
+    if len(chain) > 1 and chain[1].kind == "from_generator" and chain[0].kind == "from_tensors":
+        del chain[0]  # from_generator's own seed
+    return [s for s in chain if s.kind != "options"]
+
+
+#: The TensorFlow release whose tf.data inserts a prefetch and parallelises stateless maps by
+#: default (``OptimizationOptions``: inject_prefetch, map_parallelization "defaults to True").
+AUTO_SINCE = (2, 12)
+
+
+def defaults(ds: Any) -> tuple[bool | None, bool | None]:
+    """(prefetch injected, stateless maps parallelised) by tf.data's default optimisations."""
+    try:
+        import tensorflow as tf
+
+        major, minor = (int(p) for p in tf.__version__.split(".")[:2])
+        opt = ds.options().experimental_optimization
+    except Exception:
+        return None, None
+    if (major, minor) < AUTO_SINCE or opt.apply_default_optimizations is False:
+        return False, False
+    return opt.inject_prefetch is not False, opt.map_parallelization is not False
+
+
+def _stage(node: Any) -> Stage:
+    name = type(node).__name__
+    stage = Stage(_KINDS.get(name, name))
+    try:
+        if stage.kind in ("batch", "padded_batch"):
+            stage.detail = str(int(node._batch_size))
+        elif stage.kind in ("prefetch", "shuffle"):
+            size = int(node._buffer_size)
+            stage.detail = "AUTOTUNE" if size == -1 else str(size)
+        if stage.kind in ("map", "interleave", "flat_map", "filter"):
+            calls = getattr(node, "_num_parallel_calls", None)
+            if calls is not None:
+                n = int(calls)
+                stage.parallel = "AUTOTUNE" if n == -1 else ("" if n == 1 else str(n))
+            _function(node, stage)
+    except Exception:  # best effort: a private attribute another version lacks
+        pass
+    if stage.kind == "flat_map" and stage.function.startswith("generator"):
+        stage.kind = "from_generator"
+    return stage
+
+
+def _function(node: Any, stage: Stage) -> None:
+    """A map's Python function, and whether its graph runs Python or draws random numbers."""
+    wrapper = getattr(node, "_map_func", None) or getattr(node, "_predicate", None)
+    if wrapper is None:
+        return
+    func = getattr(wrapper, "_func", None)
+    stage.function = _where(inspect.unwrap(func) if callable(func) else func)
+    fn = wrapper.function
+    nodes = list(fn.function_def.node_def)
+    for sub in getattr(fn.graph, "_functions", {}).values():
+        try:
+            nodes.extend(sub.definition.node_def)
+        except AttributeError:
+            continue
+    ops = {n.op for n in nodes}
+    if "GeneratorDataset" in ops:
+        stage.function = "generator"
+    stage.random = bool(ops & RANDOM_OPS)
+    for n in nodes:
+        if n.op in PY_OPS:
+            stage.python = _py_func(n.attr["token"].s.decode()) or "(unknown)"
+            break
+
+
+def _py_func(token: str) -> str:
+    """The Python function a ``py_function``'s token names (TensorFlow's registry)."""
+    try:
+        from tensorflow.python.ops import script_ops
+
+        fn = script_ops._py_funcs._funcs.get(token)
+    except Exception:
+        return ""
+    fn = inspect.unwrap(getattr(fn, "_func", fn))
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and hasattr(owner, "_generator"):  # from_generator's state
+        fn = inspect.unwrap(owner._generator)
+    return _where(fn)
+
+
+def _where(fn: Any) -> str:
+    """``name (file:line)`` of a Python function, "" if it is not one."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    name = getattr(fn, "__qualname__", code.co_name)
+    file = code.co_filename.rsplit("/", 1)[-1]
+    return f"{name} ({file}:{code.co_firstlineno})"

@@ -1,0 +1,97 @@
+"""Keras calls outside the training steps: ``predict`` (or ``evaluate``) called in a loop on a
+sample or a few at a time, each call setting up its own data pipeline.
+
+Place in the pipeline: analysis (pure), part of the performance diagnoses
+(``profiler.diagnoses.performance``). ``call_facts`` reads what the script's detectors counted
+(``script.keras_calls``: calls, their total time, the samples given) and the script's wall time
+around its steps (``script.time``). The cost ranks with the per-step findings as the calls' time
+spread over the training steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from profiler.diagnoses.engine import Rule
+
+#: Methods whose per-call set-up a loop repeats, and what to do instead.
+LOOPED = {
+    "predict": "model.predict",
+    "predict_on_batch": "model.predict_on_batch",
+    "evaluate": "model.evaluate",
+    "test_on_batch": "model.test_on_batch",
+}
+#: A loop: at least this many calls, of at most this many samples each on average.
+MIN_CALLS = 20
+MAX_SAMPLES = 8
+#: ... that together take at least this share of the script's wall time.
+MIN_SHARE_PCT = 10
+
+
+def call_facts(f: dict[str, Any], trace: Any) -> None:
+    """The costliest looped Keras call: how often, on how many samples, for how long."""
+    script = trace.script or {}
+    wall = float(script.get("wall_s") or 0.0)
+    steps = int(script.get("steps") or 0)
+    best = None
+    for name, c in (script.get("keras_calls") or {}).items():
+        if name in LOOPED and c["calls"] and (best is None or c["ms"] > best[1]["ms"]):
+            best = (name, c)
+    if best is None or not wall:
+        return
+    name, c = best
+    f["loop_call"] = LOOPED[name]
+    f["loop_calls"] = c["calls"]
+    f["loop_s"] = c["ms"] / 1e3
+    f["loop_ms_per_call"] = c["ms"] / c["calls"]
+    f["loop_pct"] = 100 * f["loop_s"] / wall
+    f["script_s"] = wall
+    f["loop_samples"] = c["samples"] / c["sized"] if c["sized"] else None
+    if f["loop_samples"] is not None:
+        f["loop_samples_text"] = f"{f['loop_samples']:g} sample" + (
+            "" if f["loop_samples"] == 1 else "s"
+        )
+    f["train_steps"] = steps
+    f["train_steps_s"] = (script.get("time") or {}).get("steps_s")
+    # The calls' time over the training steps: comparable with the per-step findings' costs.
+    f["loop_cost_per_step_us"] = c["ms"] * 1e3 / max(steps, 1)
+    direct = "model(x, training=False)" if name.startswith("predict") else "the metrics by hand"
+    f["loop_fix"] = (
+        f"Call {LOOPED[name]} once on all the samples (it batches them itself), or in a loop "
+        f"over single samples use {direct}: {LOOPED[name]} builds a data pipeline and its "
+        "callbacks on every call"
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        id="predict_in_loop",
+        subject="workload",
+        needs=(
+            "label",
+            "loop_call",
+            "loop_calls",
+            "loop_s",
+            "loop_ms_per_call",
+            "loop_pct",
+            "script_s",
+            "loop_samples",
+            "loop_samples_text",
+            "train_steps",
+            "train_steps_s",
+            "loop_fix",
+            "loop_cost_per_step_us",
+        ),
+        when=lambda f: (
+            f["loop_calls"] >= MIN_CALLS
+            and f["loop_samples"] <= MAX_SAMPLES
+            and f["loop_pct"] >= MIN_SHARE_PCT
+        ),
+        message="{label}: the script called {loop_call} {loop_calls:,} times on "
+        "{loop_samples_text} each: {loop_s:,.1f} s ({loop_ms_per_call:,.1f} ms a call), "
+        "{loop_pct:.0f}% of the script's {script_s:,.1f} s; its {train_steps:,} training steps "
+        "took {train_steps_s:,.1f} s.",
+        fix="{loop_fix}.",
+        cost="loop_cost_per_step_us",
+    ),
+)

@@ -1,0 +1,114 @@
+"""A step that runs a Python loop over its samples: numpy (or eager) calls on one sample at a
+time, where the per-call cost outweighs the arithmetic.
+
+Place in the pipeline: analysis (pure), part of the performance diagnoses
+(``profiler.diagnoses.performance``). ``loop_facts`` reads the loops the automatic step
+detection watched (``script.auto_step``, ``profiler.capture.script.detect.LoopMarks``): the
+loop chosen as the step and the loops inside it, with their iterations and mean iteration time
+over the same stretch of the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from profiler.diagnoses.engine import Rule
+
+#: An inner loop that runs at least this many times a step ...
+MIN_PER_STEP = 4
+#: ... and holds at least this share of the step's time.
+MIN_SHARE = 0.5
+#: Per-call overhead (dispatch and Python) at least this share of the step.
+MIN_OVERHEAD_PCT = 40
+#: numpy's own per-call cost at least this share of a step: the arrays are too small.
+NUMPY_DISPATCH_PCT = 60
+
+
+def loop_facts(f: dict[str, Any], trace: Any) -> None:
+    """The inner loop that holds most of an automatic step's time, if one runs per sample."""
+    auto = (trace.script or {}).get("auto_step") or {}
+    line = auto.get("chosen_line")
+    loops = auto.get("loops") or []
+    step = next((lp for lp in loops if lp["line"] == line), None)
+    if step is None or not step.get("iterations") or not step.get("mean_us"):
+        return
+    best = None
+    for lp in loops:
+        if lp is step or not lp.get("mean_us") or not lp.get("iterations"):
+            continue
+        per_step = lp["iterations"] / step["iterations"]
+        share = per_step * lp["mean_us"] / step["mean_us"]
+        if per_step >= MIN_PER_STEP and share <= 1.05 and (best is None or share > best[1]):
+            best = (lp, share, per_step)
+    if best is None:
+        return
+    lp, share, per_step = best
+    f["inner_line"] = lp["line"]
+    f["inner_function"] = lp["function"]
+    f["inner_per_step"] = per_step
+    f["inner_us"] = lp["mean_us"]
+    f["inner_share_pct"] = 100 * min(share, 1.0)
+    f["inner_step_us"] = f["step_us"] * min(share, 1.0)
+    f["step_line"] = line
+
+
+def _per_sample(f: Any) -> bool:
+    overhead = f.get("python_dispatch_pct") or 0
+    return (
+        f["inner_per_step"] >= MIN_PER_STEP
+        and f["inner_share_pct"] >= 100 * MIN_SHARE
+        and overhead >= MIN_OVERHEAD_PCT
+    )
+
+
+def _numpy_per_call(f: Any) -> bool:
+    return (
+        f["framework"] == "numpy"
+        and f.get("inner_line") is None
+        and f.get("a_us") is None  # the size sweep's finding says it with measured figures
+        and 100 * f["dispatch_us"] / f["step_us"] >= NUMPY_DISPATCH_PCT
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        id="per_sample_loop",
+        subject="workload",
+        needs=(
+            "label",
+            "step_us",
+            "step_line",
+            "inner_line",
+            "inner_function",
+            "inner_per_step",
+            "inner_us",
+            "inner_share_pct",
+            "inner_step_us",
+            "python_dispatch_pct",
+        ),
+        when=_per_sample,
+        message="{label}: each step (an iteration of the loop at line {step_line}) runs the "
+        "loop at line {inner_line} ({inner_function}) {inner_per_step:.0f} times, "
+        "{inner_us:,.1f} µs an iteration: {inner_share_pct:.0f}% of the {step_us:,.0f} µs "
+        "step, and {python_dispatch_pct:.0f}% of the step is Python and per-call overhead, not "
+        "arithmetic.",
+        fix="Vectorise the loop at line {inner_line} over its items: stack them into one array "
+        "(a column or row per sample) and do each operation once per step, so each call works "
+        "on {inner_per_step:.0f}× the data for one call's overhead.",
+        cost="inner_step_us",
+    ),
+    Rule(
+        id="numpy_per_call",
+        subject="workload",
+        needs=("label", "step_us", "dispatch_us", "compute_us", "python_us"),
+        when=_numpy_per_call,
+        message="{label}: numpy's per-call cost (argument checks, dispatch, temporaries) is "
+        "{dispatch_us:,.1f} µs of each {step_us:,.1f} µs step, around {compute_us:,.1f} µs of "
+        "arithmetic and {python_us:,.1f} µs of Python: the arrays are too small for numpy to "
+        "pay off.",
+        fix="Give each numpy call more data: process several samples, batches or steps per "
+        "call (stack them into one array), or keep scalars as Python floats; the per-call cost "
+        "is paid once per call, whatever its size.",
+        cost="dispatch_us",
+    ),
+)

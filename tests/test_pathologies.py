@@ -1,0 +1,277 @@
+"""The pieces behind the pathology findings, each on its own: the loop marks and their choice,
+a tf.data pipeline's description, the input-bound fixes, the looped-predict and per-sample
+findings, the step blocks.
+
+The whole findings on real scripts are in ``tests/test_realworld.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from profiler.capture.script import detect, source
+from profiler.capture.script.driver import StepDriver, blocks
+from profiler.diagnoses import calls, input, loops
+
+# --- loop marks -------------------------------------------------------------------------------
+
+TRAINING = """
+import numpy as np
+
+def load():
+    data = []
+    for x in range(5):
+        data.append(x)
+    return data
+
+def train(data):
+    for epoch in range(2):
+        for batch in data:
+            loss = batch * 2
+    return loss
+
+train(load())
+"""
+
+
+def _src(tmp_path: Path, text: str) -> source.Source:
+    path = tmp_path / "s.py"
+    path.write_text(text)
+    return source.load(path)
+
+
+def test_every_loop_is_marked_and_loops_that_train_are_told_apart(tmp_path: Path):
+    src = _src(tmp_path, TRAINING)
+    sites = source.mark_loops(src)
+    assert [(s.line, s.function, s.training) for s in sites] == [
+        (6, "load", False),  # fills a list: no loss, no epoch, no batch
+        (11, "train", True),  # for epoch in ...
+        (12, "train", True),  # for batch in ...; a loss
+    ]
+    text = ast.unparse(src.tree)
+    assert text.count(source.LOOP_MARK + "(") == 3 and text.count(source.LOOP_END + "(") == 3
+    # The marked tree still compiles and runs with the marks defined.
+    seen: list[tuple[str, int]] = []
+    g = {
+        source.LOOP_MARK: lambda k: seen.append(("mark", k)),
+        source.LOOP_END: lambda k: seen.append(("end", k)),
+    }
+    exec(src.compile(), g)
+    assert seen.count(("mark", 0)) == 5 and seen.count(("mark", 2)) == 10
+    assert seen.count(("end", 2)) == 2 and seen[-1] == ("end", 1)
+
+
+class _Clock:
+    """A clock the test advances by hand."""
+
+    def __init__(self) -> None:
+        self.t = 1
+
+    def __call__(self) -> int:
+        return self.t
+
+
+def _site(k: int, line: int, training: bool = True) -> source.LoopSite:
+    return source.LoopSite(k, line, 0, "for", "f", training)
+
+
+def _run_loops(marks: detect.LoopMarks, clock: _Clock, epochs: int, batches: int, batch_ns: int):
+    for _ in range(epochs):
+        marks.mark(0)
+        for _ in range(batches):
+            marks.mark(1)
+            for _ in range(10):  # ten samples a batch
+                marks.mark(2)
+                clock.t += batch_ns // 10
+            marks.end(2)
+        marks.end(1)
+    marks.end(0)
+
+
+def test_the_loop_nearest_a_training_step_is_chosen_and_its_iterations_become_steps():
+    clock = _Clock()
+    driver = _free_driver(clock)
+    sites = [_site(0, 10), _site(1, 11), _site(2, 12)]
+    marks = detect.LoopMarks(driver, sites)
+    # Epochs of 200 batches of 2 ms (ten samples of 0.2 ms each): the batch loop is nearest
+    # the 10 ms target (the epoch loop is 0.4 s, a sample 0.2 ms).
+    _run_loops(marks, clock, epochs=3, batches=200, batch_ns=2_000_000)
+    assert marks.decided and sites[marks.chosen].line == 11
+    assert "line 11" in marks.why and "2,000.0 µs" in marks.why
+    # Steps from the decision on: every later batch is one (the first second watched is not).
+    assert 3 * 200 - 600 < driver.done <= 3 * 200
+    assert driver.done == marks.counter.steps
+    assert driver.block == 0  # the loop's last step ended with the loop
+    record = marks.record()
+    assert record["chosen_line"] == 11
+    assert {lp["line"] for lp in record["loops"]} == {10, 11, 12}
+
+
+def _free_driver(clock: _Clock) -> StepDriver:
+    """A driver with no schedule behind it (its steps are counted, nothing waits for them)."""
+    driver = StepDriver(clock)
+    driver.run_free()
+    driver.started = False
+    return driver
+
+
+def test_loops_that_do_not_train_are_not_watched_when_some_do():
+    clock = _Clock()
+    driver = _free_driver(clock)
+    marks = detect.LoopMarks(driver, [_site(0, 5, training=False), _site(1, 9)])
+    for _ in range(5000):  # a long data-loading loop first
+        marks.mark(0)
+        clock.t += 1_000_000
+    marks.end(0)
+    assert not marks.decided and marks.count[0] == 0
+    for _ in range(300):
+        marks.mark(1)
+        clock.t += 5_000_000
+    assert marks.decided and marks.chosen == 1
+
+
+def test_framework_steps_found_first_win_over_the_loops():
+    clock = _Clock()
+    driver = _free_driver(clock)
+    marks = detect.LoopMarks(driver, [_site(0, 3)])
+    driver.begin()  # a session.run / tf.function / fit step started
+    marks.mark(0)
+    assert marks.decided and marks.chosen == -1
+    assert "framework" in marks.why
+    for _ in range(100):
+        marks.mark(0)
+    assert driver.done == 0
+
+
+# --- step blocks -------------------------------------------------------------------------------
+
+
+def test_blocks_give_each_epochs_median_step():
+    import array
+
+    ends = array.array("q")
+    t = 0
+    for i in range(30):
+        t += 10 if i < 10 else 2
+        ends.append(t)
+    rows = blocks(0, ends, 10)
+    assert [r["median_us"] for r in rows] == [0.01, 0.002, 0.002]
+    assert rows[1]["from_step"] == 10 and rows[1]["to_step"] == 19
+    assert blocks(0, ends, 10, first_step=25)[0]["from_step"] == 25
+
+
+# --- input-bound fixes -------------------------------------------------------------------------
+
+SERIAL_PY = {
+    "iterations": 3,
+    "auto_prefetch": True,
+    "auto_parallel": True,
+    "stages": [
+        {"kind": "from_tensor_slices"},
+        {"kind": "map", "function": "prep (t.py:3)", "python": "slow (t.py:1)"},
+        {"kind": "batch", "detail": "32"},
+    ],
+}
+
+
+def test_a_python_map_gets_a_cache_and_a_rewrite_not_parallel_calls_or_a_prefetch():
+    fix = input.fixes(SERIAL_PY, 30_000, 8_000, 3)
+    assert fix.startswith(".cache() right after map(prep)")
+    assert "instead of 3 times" in fix
+    assert "slow (t.py:1)" in fix and "GIL" in fix
+    # tf.data injects a prefetch itself here; parallel calls of a py_function do not help.
+    assert ".prefetch(" not in fix and "num_parallel_calls" not in fix
+
+
+def test_a_random_map_is_not_cached_and_a_stateful_map_is_parallelised():
+    pipe = {
+        "auto_prefetch": False,
+        "auto_parallel": True,
+        "stages": [
+            {"kind": "tfrecord"},
+            {"kind": "map", "function": "augment (t.py:9)", "random": True},
+        ],
+    }
+    fix = input.fixes(pipe, 30_000, 8_000, 5)
+    assert ".cache()" not in fix
+    assert "map(augment, num_parallel_calls=tf.data.AUTOTUNE)" in fix
+    # Without tf.data's own prefetch: the saving is bounded by the rest of the step.
+    assert ".prefetch(tf.data.AUTOTUNE)" in fix and "up to 8,000 µs" in fix
+
+
+def test_one_epoch_gets_no_cache_and_a_complete_pipeline_gets_the_element_cost():
+    assert ".cache()" not in input.fixes(SERIAL_PY, 30_000, 8_000, 1)
+    done = {
+        "auto_prefetch": True,
+        "stages": [
+            {"kind": "range"},
+            {"kind": "map", "function": "f (t.py:1)", "parallel": "AUTOTUNE"},
+            {"kind": "cache"},
+            {"kind": "prefetch", "detail": "AUTOTUNE"},
+        ],
+    }
+    assert input.fixes(done, 30_000, 8_000, 4).startswith("The pipeline already")
+
+
+def test_the_pipeline_reads_source_to_iterator():
+    text = input.describe(SERIAL_PY["stages"])
+    assert text == (
+        "from_tensor_slices -> map(prep, serial, runs Python slow (t.py:1)) -> batch(32)"
+    )
+
+
+# --- looped predict; per-sample loops ------------------------------------------------------------
+
+
+def _trace(script: dict) -> SimpleNamespace:
+    return SimpleNamespace(script=script)
+
+
+def test_predict_called_per_sample_is_found_with_its_share_of_the_script():
+    f: dict = {}
+    script = {
+        "wall_s": 20.0,
+        "steps": 100,
+        "time": {"before_s": 3.0, "steps_s": 2.0, "after_s": 15.0},
+        "keras_calls": {
+            "predict": {"calls": 200, "ms": 15_000.0, "samples": 200, "sized": 200},
+            "evaluate": {"calls": 1, "ms": 300.0, "samples": 1000, "sized": 1},
+        },
+    }
+    calls.call_facts(f, _trace(script))
+    assert f["loop_call"] == "model.predict" and f["loop_calls"] == 200
+    assert f["loop_samples_text"] == "1 sample" and f["loop_pct"] == pytest.approx(75)
+    f["label"] = "s.py"
+    rule = calls.RULES[0]
+    assert rule.when(f)
+    assert "model(x, training=False)" in f["loop_fix"]
+    # Batched predictions are not a loop.
+    script["keras_calls"]["predict"]["samples"] = 200 * 64
+    g: dict = {}
+    calls.call_facts(g, _trace(script))
+    assert not rule.when(g)
+
+
+def test_an_inner_loop_per_sample_is_named_with_its_share_of_the_step():
+    script = {
+        "auto_step": {
+            "chosen_line": 40,
+            "loops": [
+                {"line": 35, "function": "SGD", "iterations": 1, "mean_us": None},
+                {"line": 40, "function": "SGD", "iterations": 265, "mean_us": 905.0},
+                {"line": 53, "function": "update", "iterations": 2640, "mean_us": 87.0},
+            ],
+        }
+    }
+    f: dict = {"step_us": 834.0, "python_dispatch_pct": 69.0, "label": "n.py"}
+    loops.loop_facts(f, _trace(script))
+    assert f["inner_line"] == 53 and f["step_line"] == 40
+    assert f["inner_per_step"] == pytest.approx(9.96, abs=0.01)
+    assert f["inner_share_pct"] == pytest.approx(95.8, abs=0.1)
+    assert loops.RULES[0].when(f)
+    # Arithmetic-bound steps keep their loop: no finding.
+    assert not loops.RULES[0].when({**f, "python_dispatch_pct": 20.0})

@@ -1,0 +1,119 @@
+"""Real public training scripts (``tests/realworld``), profiled with default options: the finding
+that names each one's problem fires on it, and stays silent on its fixed version.
+
+Each script's header says where it comes from, how it was adapted (synthetic data of the same
+shape instead of a download) and its truth: the problem, measured without the profiler
+(``tests/realworld/manifest.json``). ``--max-steps`` only where the answer does not depend on the
+steps after it (it keeps the runs short); everything else is the profiler's defaults.
+
+The quick cases run in ``make test``; ``make realworld`` runs every case.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from profiler.reports import summary
+from tests.test_script_run import REPO, cli, only_run
+
+CORPUS = REPO / "tests" / "realworld"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One script: the finding that must fire (``fires``, "" for none), the ones that must not,
+    words its fix must hold, extra options."""
+
+    script: str
+    fires: str
+    silent: tuple[str, ...] = ()
+    fix_has: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    quick: bool = False
+    also: dict[str, str] = field(default_factory=dict)
+
+
+CASES = (
+    Case(
+        "nielsen_network.py",
+        "per_sample_loop",
+        fix_has=("line 53",),
+        args=("--max-steps", "1500"),
+        quick=True,
+    ),
+    Case("nielsen_network_fixed.py", "", silent=("per_sample_loop",), args=("--max-steps", "1500")),
+    Case(
+        "keras_fashion_predict_loop.py",
+        "predict_in_loop",
+        fix_has=("model(x, training=False)",),
+        quick=True,
+    ),
+    Case("keras_fashion_predict_loop_fixed.py", "", silent=("predict_in_loop",)),
+    Case(
+        "tf_data_input_bound.py",
+        "input_bound",
+        fix_has=(".cache() right after map(mapped_function)", "hard_preprocessing"),
+        silent=("overhead_bound_keras",),
+        quick=True,
+    ),
+    Case(
+        "tf_data_input_bound_fixed.py",
+        "",
+        silent=("overhead_bound_keras",),
+        also={"no_cache_advice": ".cache() right after"},
+    ),
+    Case(
+        "tf_function_retracing.py",
+        "retracing",
+        fix_has=("step",),
+        args=("--max-steps", "120"),
+    ),
+    Case(
+        "tf_function_retracing_fixed.py",
+        "",
+        silent=("retracing", "steady_tracing"),
+        args=("--max-steps", "120"),
+    ),
+    Case("tf1_graph_growth.py", "graph_growth", fix_has=("finalize",)),
+    Case("tf1_graph_growth_fixed.py", "", silent=("graph_growth", "steps_slow_down")),
+    Case("tf2_eager_tensorboard.py", "eager_dispatch", fix_has=("tf.function",)),
+    Case("tf2_eager_tensorboard_fixed.py", "", silent=("eager_dispatch",)),
+    Case("keras_overfit_per_epoch.py", "per_epoch_cost", fix_has=("validation_freq",)),
+    Case("keras_overfit_per_epoch_fixed.py", "", silent=("per_epoch_cost",)),
+)
+
+
+def _params() -> list:  # type: ignore[type-arg]
+    return [
+        pytest.param(c, id=c.script, marks=[] if c.quick else [pytest.mark.realworld])
+        for c in CASES
+    ]
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+@pytest.mark.parametrize("case", _params())
+def test_the_finding_that_names_the_scripts_problem(case: Case, tmp_path: Path) -> None:
+    out = cli(tmp_path, *case.args, str(CORPUS / case.script), timeout=420)
+    assert out.returncode == 0, out.stderr[-3000:]
+    run = only_run(tmp_path)
+    doc = json.loads((run / "summary.json").read_text())
+    summary.validate(doc)
+    (w,) = doc["workloads"]
+    assert w["script"]["steps"] > 0, w["script"]["message"]
+    found = {d["rule"]: d for d in doc["diagnoses"] if d["name"] == w["name"]}
+    if case.fires:
+        assert case.fires in found, (sorted(found), out.stdout[-3000:])
+        d = found[case.fires]
+        for words in case.fix_has:
+            assert words in d["message"] + d["fix"], d
+        # The terminal's answer shows it.
+        assert d["message"] in out.stdout
+    for rule in case.silent:
+        assert rule not in found, (rule, found.get(rule))
+    for words in case.also.values():
+        assert all(words not in d["fix"] for d in found.values()), found
