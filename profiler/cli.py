@@ -177,6 +177,21 @@ def build_parser() -> argparse.ArgumentParser:
         "training loop, or the loop's own for/while line)",
     )
     script.add_argument(
+        "--whatif",
+        choices=("on", "all"),
+        default="on",
+        help="the what-if phase: apply each fix that applies to the loop for a few hundred "
+        "steps and measure what it saves (on: the fixes that keep the training's results; all: "
+        "also those that may change them, e.g. an eager step in tf.function)",
+    )
+    script.add_argument(
+        "--no-whatif",
+        dest="whatif",
+        action="store_const",
+        const="off",
+        help="skip the what-if phase",
+    )
+    script.add_argument(
         "--no-auto-step",
         dest="auto_step",
         action="store_false",
@@ -407,6 +422,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             **({"sample_rate": args.sample_rate} if args.sample_rate else {}),
             **({"time_scale": 0.5} if args.quick else {}),
             **({"warmup_fixed": True} if args.warmup else {}),
+            "whatif": args.whatif,
         },
         experiments=(
             args.experiments

@@ -95,7 +95,9 @@ BLOCK_RATIO = 1.5
 def _blocks_note(script: Mapping[str, Any], median_us: float | None) -> str:
     """When the run's last block of steps (an epoch of fit, a tenth of the run) ran at another
     speed than the timed window: the windows measured steps unlike the rest of the run."""
-    rows = script.get("blocks") or []
+    every = script.get("blocks") or []
+    # Blocks inside an instrumented window run slower for it: only the others compare.
+    rows = [every[0], *(r for r in every[1:] if not r.get("instrumented"))] if every else []
     if len(rows) < 2 or not median_us:
         return ""
     last = rows[-1]
@@ -106,11 +108,44 @@ def _blocks_note(script: Mapping[str, Any], median_us: float | None) -> str:
     speed = f"{1 / ratio:.1f}× faster" if ratio < 1 else f"{ratio:.1f}× slower"
     first = rows[0]
     return (
-        f"The steps changed speed during the run: the last {what}'s (steps "
+        f"The steps changed speed during the run: the last uninstrumented {what}'s (steps "
         f"{last['from_step']:,}–{last['to_step']:,}) took a median {duration(last['median_us'])}, "
         f"{speed} than the timed window's {duration(median_us)} (the first {what}'s: "
         f"{duration(first['median_us'])}); the findings below describe the timed steps."
     )
+
+
+def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
+    """One what-if in words: what it changed, what it saved, against the prediction."""
+    m, p, res = x["measured_saving_us"], x["predicted_saving_us"], x["resolution_us"]
+    if x["status"] == "failed" or m is None:
+        text = f"could not be applied: {x['error'] or 'no steps measured'}"
+    else:
+        speed = (
+            f", {x['baseline_us'] / x['variant_us']:.1f}× faster"
+            if x["variant_us"] and x["baseline_us"] and m > 0
+            else ""
+        )
+        text = (
+            f"{duration(abs(m))}{' ±' + duration(res) if res is not None else ''} "
+            f"{'less' if m >= 0 else 'more'} per step ({duration(x['baseline_us'])} → "
+            f"{duration(x['variant_us'])}{speed}); "
+            + (
+                f"predicted {duration(p)} ({100 * (x.get('predicted_share') or 0):.0f}% of the "
+                f"step: {', '.join(x['removes'])}): {x['verdict']}"
+                if p is not None
+                else "not predicted (a category it removes was not measured)"
+            )
+        )
+    kept = "results kept" if x["keeps_results"] else "results may change"
+    checked = x.get("results_check") or "not checked"
+    return {
+        "title": x["title"],
+        "text": text,
+        "verdict": x["verdict"],
+        "results": f"{kept}: {x['results_note']}; checked: {checked}",
+        "blocks": f"{x['pairs']} pairs of {x['block_steps']}-step blocks",
+    }
 
 
 def _biggest(split: list[dict[str, Any]]) -> str:
@@ -144,6 +179,7 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
             "split": [],
             "overhead_share": None,
             "findings": [],
+            "whatifs": [_whatif_row(x) for x in w.get("whatif") or []],
         }
         if att and w.get("step_time"):
             card["sentence"] = _sentence(w)

@@ -363,6 +363,8 @@ def workload_summary(
             "us": [_us(d) for d in wa.series.dur_ns],
             "window": list(wa.series.window),
         }
+    if wa.whatifs:
+        entry["whatif"] = [_whatif_obj(w) for w in wa.whatifs]
     entry["sampling"] = _sampling_obj(wa)
     entry["attribution"] = _attribution_obj(wa.attribution, wa.checks)
     if trace.script:
@@ -370,6 +372,34 @@ def workload_summary(
         # how it ended.
         entry["script"] = trace.script
     return entry
+
+
+def _whatif_obj(w: Any) -> dict[str, Any]:
+    """One what-if (``profiler.analysis.whatif.WhatIf``) as JSON, µs per training step."""
+
+    def r(v: float | None) -> float | None:
+        return round(v, 3) if v is not None else None
+
+    return {
+        "id": w.id,
+        "title": w.title,
+        "removes": list(w.removes),
+        "keeps_results": w.keeps_results,
+        "results_note": w.results_note,
+        "results_check": w.results_check,
+        "status": w.status,
+        "error": w.error,
+        "block_steps": w.block_steps,
+        "pairs": w.pairs,
+        "baseline_us": r(w.baseline_us),
+        "variant_us": r(w.variant_us),
+        "measured_saving_us": r(w.measured_us),
+        "resolution_us": r(w.resolution_us),
+        "predicted_saving_us": r(w.predicted_us),
+        "predicted_share": round(w.predicted_share, 5) if w.predicted_share is not None else None,
+        "tolerance_us": r(w.tolerance_us),
+        "verdict": w.verdict,
+    }
 
 
 def build(

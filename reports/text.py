@@ -63,6 +63,10 @@ def answer(vm: dict[str, Any]) -> str:
         out.append("  " + "; ".join(parts))
         if card.get("blocks"):
             out.append(card["blocks"])
+        if card.get("whatifs"):
+            out.append("what would fix it, measured on your loop:")
+            for x in card["whatifs"]:
+                out.append(f"  - {x['title']}: {x['text']}; {x['results']} ({x['blocks']})")
         if card["findings"]:
             out.append("what to change, costliest first:")
             for i, d in enumerate(card["findings"], 1):

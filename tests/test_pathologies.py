@@ -275,3 +275,26 @@ def test_an_inner_loop_per_sample_is_named_with_its_share_of_the_step():
     assert loops.RULES[0].when(f)
     # Arithmetic-bound steps keep their loop: no finding.
     assert not loops.RULES[0].when({**f, "python_dispatch_pct": 20.0})
+
+
+def test_blocks_keep_a_trimmed_mean_for_bimodal_steps():
+    import array
+
+    ends = array.array("q")
+    t = 0
+    for i in range(40):  # two session.run calls a step: 2 and 20 time units, alternating
+        t += 2 if i % 2 else 20
+        ends.append(t)
+    (row,) = blocks(0, ends, 40)
+    assert row["mean_us"] == pytest.approx(0.011)
+
+
+def test_a_steady_rise_is_told_from_noise_around_a_level():
+    from profiler.analysis import stats
+
+    xs = [float(i) for i in range(9)]
+    rising = [10.0 + i + (0.5 if i % 3 == 0 else 0.0) for i in range(9)]
+    noisy = [282, 285, 296, 303, 328, 319, 211, 192, 246]  # a loaded machine's drift
+    assert stats.rising_share(xs, rising) > 0.9
+    assert stats.theil_sen(xs, rising) == pytest.approx(1.0, abs=0.3)
+    assert stats.rising_share(xs, [float(y) for y in noisy]) < 0.6

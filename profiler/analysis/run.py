@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from profiler.analysis import attribution, lines, sampling, stats
+from profiler.analysis import attribution, lines, sampling, stats, whatif
 from profiler.analysis.attribution import Attribution
 from profiler.capture.loop import Params, WorkloadSpec
 from profiler.model import OK, WorkloadTrace, median_ns
@@ -70,6 +70,7 @@ class WorkloadAnalysis:
         distribution: the timed window's spread (tail, outliers).
         series: every window's step times in step order (thinned).
         epochs: what each epoch boundary costs (a loop with epochs: Keras ``fit``).
+        whatifs: the fixes applied to a script's loop, measured against their predictions.
     """
 
     outcome: Any
@@ -86,6 +87,7 @@ class WorkloadAnalysis:
     distribution: stats.Distribution | None = None
     series: stats.Series | None = None
     epochs: stats.EpochCost | None = None
+    whatifs: tuple[whatif.WhatIf, ...] = ()
 
     @property
     def name(self) -> str:
@@ -159,6 +161,7 @@ def analyse_workload(outcome: Outcome) -> WorkloadAnalysis:
         distribution=stats.distribution(timed.window, w) if timed and timed.window else None,
         series=stats.series(trace),
         epochs=_epochs(trace),
+        whatifs=tuple(whatif.analyse(trace.data("whatif"), att, w.units_per_step)),
     )
 
 

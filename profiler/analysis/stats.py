@@ -112,17 +112,43 @@ class Distribution:
 def trend(durations: tuple[int, ...] | list[int], points: int = 64) -> float:
     """How much a step grows per step across a window (ns per step): the Theil-Sen slope of
     the medians of ``points`` consecutive runs of steps (robust to outliers)."""
+    xs, ys = trend_points(durations, points)
+    return theil_sen(xs, ys)
+
+
+def trend_points(
+    durations: tuple[int, ...] | list[int], points: int = 64
+) -> tuple[list[float], list[float]]:
+    """(middle step, median ns) of ``points`` consecutive runs of steps (fewer for short
+    windows: at least four steps a run)."""
     if len(durations) < 2 * points:
         points = max(len(durations) // 4, 1)
     if points < 2:
-        return 0.0
+        return [], []
     per = len(durations) // points
     xs = [per * i + per / 2 for i in range(points)]
     ys = [float(median_ns(list(durations[per * i : per * (i + 1)]))) for i in range(points)]
+    return xs, ys
+
+
+def rising_share(xs: list[float], ys: list[float]) -> float:
+    """The share of pairs of points whose later one is higher: ~1 for steady growth, ~0.5 for
+    noise around a level."""
+    pairs = [(i, j) for i in range(len(xs)) for j in range(i + 1, len(xs))]
+    if not pairs:
+        return 0.0
+    return sum(ys[j] > ys[i] for i, j in pairs) / len(pairs)
+
+
+def theil_sen(xs: list[float], ys: list[float]) -> float:
+    """The median of the pairwise slopes of the points ``(xs, ys)`` (0 for fewer than two)."""
     slopes = sorted(
-        (ys[j] - ys[i]) / (xs[j] - xs[i]) for i in range(points) for j in range(i + 1, points)
+        (ys[j] - ys[i]) / (xs[j] - xs[i])
+        for i in range(len(xs))
+        for j in range(i + 1, len(xs))
+        if xs[j] != xs[i]
     )
-    return slopes[len(slopes) // 2]
+    return slopes[len(slopes) // 2] if slopes else 0.0
 
 
 #: A step this many times the median is an outlier.

@@ -22,7 +22,7 @@ INPUT_PARTS = ("feed_fetch.data_ops", "feed_fetch.input")
 #: beyond the mapped data's size.
 IN_MEMORY = frozenset({"from_tensor_slices", "from_tensors", "range"})
 #: A step waiting this share of its time for input is input-bound.
-INPUT_BOUND_PCT = 20
+INPUT_BOUND_PCT = 30
 
 
 def input_facts(f: dict[str, Any], parts: Mapping[str, float], trace: Any) -> None:

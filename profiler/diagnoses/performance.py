@@ -11,9 +11,11 @@ case study's); otherwise the rule says what to try.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from profiler.analysis import stats
 from profiler.diagnoses import calls as call_rules
 from profiler.diagnoses import input as input_rules
 from profiler.diagnoses import loops as loop_rules
@@ -98,11 +100,8 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     input_rules.input_facts(f, parts, trace)
     call_rules.call_facts(f, trace)
     loop_rules.loop_facts(f, trace)
-    if wa.distribution is not None and step and wa.distribution.steps >= TREND_STEPS:
-        f["trend_us_per_100"] = wa.distribution.trend_ns_per_step * 100 / 1e3
-        f["trend_pct_per_100"] = 100 * f["trend_us_per_100"] / step
-        # How much the trend adds across the timed window: noise gives a slope too.
-        f["trend_window_pct"] = f["trend_pct_per_100"] * wa.distribution.steps / 100
+    _trend_facts(f, trace, wa)
+    f["step_function"] = _step_function(trace)
     sweep = ((experiments or {}).get("sweep") or {}).get(spec.name) or {}
     fit = sweep.get("fit")
     if fit and f["n"]:
@@ -148,6 +147,59 @@ def _growth_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         return
     f["ops_per_step"] = growth["ops_per_step"]
     f["ops_from"], f["ops_to"] = growth["ops_from"], growth["ops_to"]
+
+
+def _step_function(trace: Any) -> str:
+    """The step's function in words: the one the automatic step's loop calls, or the
+    ``--step-function`` given, or the generic phrase."""
+    script = trace.script or {}
+    auto = script.get("auto_step") or {}
+    if auto.get("chosen_line") and auto.get("calls"):
+        return f"{auto['calls'][0]} (called by the loop at line {auto['chosen_line']})"
+    marked = (script.get("marks") or {}).get("step_function")
+    if marked:
+        return marked
+    if auto.get("chosen_line"):
+        return f"the body of the loop at line {auto['chosen_line']} (moved into a function)"
+    return "the step function"
+
+
+def _trend_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
+    """Whether steps grow with the step number: across a script's whole run where its blocks
+    of steps were recorded (an epoch's or a tenth's median each; cyclic costs and a window's
+    noise cancel out), else across the timed window. The points must rise steadily (most
+    pairs of them), not just have a slope: a loaded machine's drift has one too."""
+    step = f["step_us"]
+    rows = (trace.script or {}).get("blocks") or []
+    timed = trace.phase("timed")
+    # Blocks that overlap an instrumented window run slower for it (line_profiler ~1.6x):
+    # only the timed window's and the free-running rest's count (the first holds the warm-up).
+    free = [r for r in rows[1:] if not r.get("instrumented")]
+    if len(free) >= TREND_BLOCKS and step:
+        xs = [(r["from_step"] + r["to_step"]) / 2 for r in free]
+        ys = [r.get("mean_us", r["median_us"]) * 1e3 for r in free]
+        span = free[-1]["to_step"] - free[0]["from_step"] + 1
+        f["trend_where"] = (
+            f"across the run's steps {free[0]['from_step']:,}–{free[-1]['to_step']:,} "
+            "(outside the instrumented windows)"
+        )
+    elif timed is not None and timed.window is not None and step:
+        durations = stats.per_step(timed.window.durations_ns(), trace.work)
+        if len(durations) < TREND_STEPS:
+            return
+        xs, ys = stats.trend_points(durations)
+        span = len(durations)
+        f["trend_where"] = "in the timed window"
+    else:
+        return
+    if len(xs) < 2:
+        return
+    per_step = stats.theil_sen(xs, ys)
+    f["trend_rising"] = stats.rising_share(xs, ys)
+    f["trend_us_per_100"] = per_step * 100 / 1e3
+    f["trend_pct_per_100"] = 100 * f["trend_us_per_100"] / step
+    # How much the trend adds across the steps it was measured on: noise gives a slope too.
+    f["trend_window_pct"] = f["trend_pct_per_100"] * span / 100
 
 
 def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
@@ -215,6 +267,10 @@ def _compute_facts(f: dict[str, Any], trace: Any) -> None:
 #: it must add across the timed window (a loaded machine's drift gives a few percent).
 TREND_STEPS = 50
 TREND_WINDOW_PCT = 15
+#: Blocks of a script's steps (``script.blocks``) a trend across the run needs, and the share
+#: of pairs of points that must rise (noise gives ~0.5).
+TREND_BLOCKS = 6
+TREND_RISING = 0.8
 
 
 def _overhead_bound(f: Facts) -> bool:
@@ -461,6 +517,7 @@ RULES: tuple[Rule, ...] = (
             "dispatch_us",
             "python_dispatch_us",
             "python_dispatch_pct",
+            "step_function",
         ),
         when=lambda f: (
             f["eager"]
@@ -470,8 +527,10 @@ RULES: tuple[Rule, ...] = (
         message="{label}: eager execution spends {python_us:.0f} µs per step in Python and "
         "{dispatch_us:.0f} µs dispatching ops one by one ({python_dispatch_pct:.0f}% of the "
         "{step_us:.0f} µs step).",
-        fix="Wrap the step function in tf.function: its ops then run as one graph call, "
-        "without the per-op Python and dispatch.",
+        fix="Wrap {step_function} in tf.function (the @tf.function decorator): its ops then "
+        "run as one graph call, without the per-op Python and dispatch: up to "
+        "{python_dispatch_us:,.0f} µs less per step, less the call's own cost (a few hundred "
+        "µs).",
         cost="python_dispatch_us",
     ),
     Rule(
@@ -526,11 +585,21 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="steps_slow_down",
         subject="workload",
-        needs=("label", "step_us", "trend_us_per_100", "trend_pct_per_100", "trend_window_pct"),
-        when=lambda f: f["trend_pct_per_100"] >= 2 and f["trend_window_pct"] >= TREND_WINDOW_PCT,
+        needs=(
+            "label",
+            "step_us",
+            "trend_us_per_100",
+            "trend_pct_per_100",
+            "trend_window_pct",
+            "trend_where",
+            "trend_rising",
+        ),
+        when=lambda f: (
+            f["trend_window_pct"] >= TREND_WINDOW_PCT and f["trend_rising"] >= TREND_RISING
+        ),
         message="{label}: steps get slower as the run goes on: +{trend_us_per_100:,.1f} µs "
-        "every 100 steps ({trend_pct_per_100:.1f}% of the {step_us:,.0f} µs step), in the "
-        "timed window.",
+        "every 100 steps ({trend_pct_per_100:.1f}% of the {step_us:,.0f} µs step), "
+        "{trend_where}.",
         fix="Something grows with every step: ops added to a graph, tensors or Python objects "
         "kept in a list, a metric's history, an unbounded cache; keep the loop's state "
         "constant-sized (a tf.Variable updated in place, values converted with float()).",
@@ -558,7 +627,46 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+#: The what-if that measures a finding's fix on the user's loop (``profiler.capture.whatifs``).
+WHATIF_FOR: dict[str, tuple[str, ...]] = {
+    "overhead_bound_session": ("tf1_callable",),
+    "feed_dict_same_arrays": ("tf1_callable",),
+    "feed_dict_batches": ("tf1_callable",),
+    "retracing": ("tensor_args",),
+    "steady_tracing": ("tensor_args",),
+    "overhead_bound_keras": ("keras_jit",),
+    "compute_bound": ("keras_jit",),
+    "compute_bound_peak": ("keras_jit",),
+    "eager_dispatch": ("eager_function",),
+}
+
+
 def diagnose(workloads: Sequence[Any], experiments: Mapping[str, Any] | None) -> list[Diagnosis]:
-    """Every rule that fires on every workload (``WorkloadAnalysis``) of the run."""
+    """Every rule that fires on every workload (``WorkloadAnalysis``) of the run; a fix that
+    a what-if measured on the workload's own loop quotes what it measured."""
     all_facts = [f for f in (facts(w, experiments) for w in workloads) if f is not None]
-    return ranked(evaluate(RULES, "workload", all_facts))
+    found = evaluate(RULES, "workload", all_facts)
+    measured = {w.name: {m.id: m for m in getattr(w, "whatifs", ())} for w in workloads}
+    out = []
+    for d in found:
+        for key in WHATIF_FOR.get(d.rule, ()):
+            m = measured.get(d.name, {}).get(key)
+            if m is not None and m.measured_us is not None:
+                d = dataclasses.replace(d, fix=f"{d.fix} {measured_sentence(m)}")
+        out.append(d)
+    return ranked(out)
+
+
+def measured_sentence(m: Any) -> str:
+    """``Measured on your loop: ... µs less per step (predicted ...: holds).``"""
+    pred = (
+        f"predicted {m.predicted_us:,.0f} µs: {m.verdict}"
+        if m.predicted_us is not None
+        else "not predicted"
+    )
+    change = "less" if m.measured_us >= 0 else "more"
+    res = f" ±{m.resolution_us:,.0f}" if m.resolution_us is not None else ""
+    return (
+        f"Measured on your loop, with {m.title}: {abs(m.measured_us):,.0f}{res} µs {change} per "
+        f"step ({m.baseline_us:,.0f} -> {m.variant_us:,.0f} µs; {pred})."
+    )

@@ -58,6 +58,10 @@ ATTRIBUTION_PARTS: dict[str, str] = {
     HookParts.TRACING: "retrace",
     HookParts.INSTANTIATE: "retrace",
     HookParts.ITERATOR_NEXT: "input",
+    # session.run's own Python (not the loop around it): what a native callable removes.
+    HookParts.SESSION_RUN: "run",
+    HookParts.DO_RUN: "run",
+    HookParts.RUN_REST: "run",
 }
 
 
@@ -397,12 +401,56 @@ class HooksData:
     note: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class WhatIfResult:
+    """One what-if: a fix applied by the toolkit at run time, measured in alternating blocks of
+    baseline and variant steps (``profiler.capture.phases.whatif``).
+
+    Attributes:
+        id: ``tf1_callable``, ``tensor_args``, ``keras_jit``, ``eager_function`` ...
+        title: what it changes, in words (naming the script's own objects).
+        removes: the attribution's categories or parts it removes: its predicted saving.
+        keeps_results: whether the training's results stay the same (else it runs only with
+            ``--whatif all``).
+        results_note: how the results are kept, or how they may change.
+        status: ``ok``, ``failed`` (the variant raised: ``error``) or ``partial`` (the script
+            ended during its blocks).
+        block_steps: steps per block.
+        baseline_ns, variant_ns: the median step of each block, in the order run (pairs
+            alternate which goes first, so drift cancels).
+        error: the variant's exception, if it raised.
+        results_check: how the results were checked to stay the same, with its figures
+            ("" if not checked).
+    """
+
+    id: str
+    title: str
+    removes: tuple[str, ...]
+    keeps_results: bool
+    results_note: str
+    status: str
+    block_steps: int
+    baseline_ns: tuple[int, ...] = ()
+    variant_ns: tuple[int, ...] = ()
+    error: str = ""
+    results_check: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIfData:
+    """The what-if phase's record: each what-if run, and the ones that did not run and why."""
+
+    results: tuple[WhatIfResult, ...] = ()
+    not_run: tuple[tuple[str, str], ...] = ()
+
+
 #: The record class each phase's ``PhaseRecord.data`` holds (the timed phase records none).
 PHASE_DATA: dict[str, type] = {
     "sampled": SampledData,
     "lines": LinesData,
     "framework": FrameworkData,
     "hooks": HooksData,
+    "whatif": WhatIfData,
 }
 
-PhaseData = SampledData | LinesData | FrameworkData | HooksData
+PhaseData = SampledData | LinesData | FrameworkData | HooksData | WhatIfData

@@ -42,7 +42,7 @@ from profiler.model.records import PHASE_DATA, PhaseData
 CATEGORIES: tuple[str, ...] = ("compute", "dispatch", "feed_fetch", "python", "tracing", "other")
 
 #: Phase names, in the fixed order a workload process runs them.
-PHASE_ORDER: tuple[str, ...] = ("timed", "sampled", "lines", "framework", "hooks")
+PHASE_ORDER: tuple[str, ...] = ("timed", "sampled", "lines", "framework", "hooks", "whatif")
 
 #: Status of a phase or of a workload.
 OK, FAILED, UNAVAILABLE, SKIPPED, TIMEOUT, PARTIAL = (

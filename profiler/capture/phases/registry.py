@@ -37,6 +37,12 @@ def _hooks(budget: Budget, options: dict[str, Any]) -> Phase:
     return HooksPhase(budget, options)
 
 
+def _whatif(budget: Budget, options: dict[str, Any]) -> Phase:
+    from profiler.capture.phases.whatif import WhatIfPhase
+
+    return WhatIfPhase(budget, options)
+
+
 #: name -> (factory, default budget). The timed phase's steps come from the workload's params.
 PHASES: dict[str, tuple[Callable[[Budget, dict[str, Any]], Phase], Budget]] = {
     "timed": (lambda b, _o: TimedPhase(b), Budget(target_s=1.0, min_steps=50, max_steps=10**7)),
@@ -49,6 +55,8 @@ PHASES: dict[str, tuple[Callable[[Budget, dict[str, Any]], Phase], Budget]] = {
     "framework": (_framework, Budget(target_s=0.3, min_steps=20, max_steps=200)),
     # ~0.6 s plus the on/off blocks that measure the hooks' own cost.
     "hooks": (_hooks, Budget(target_s=0.6, min_steps=50, max_steps=1000)),
+    # A short window; its alternating blocks of baseline and variant steps are extra steps.
+    "whatif": (_whatif, Budget(target_s=0.01, min_steps=2, max_steps=5, rewarm=2)),
 }
 
 #: What runs when ``--phases`` is not given.

@@ -83,10 +83,16 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
     step_call = wrap_call(fn, driver, "tf_function")
     ident, main = threading.get_ident, d.main
 
+    variants = d.variant_args
+
     @functools.wraps(fn)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         if ident() != main:
             return step_call(self, *args, **kwargs)
+        if variants:
+            transform = variants.get(id(self))
+            if transform is not None:
+                args, kwargs = transform(args, kwargs)
         s = stats.get(id(self))
         if s is None:
             name = getattr(getattr(self, "python_function", None), "__qualname__", "function")
@@ -94,6 +100,7 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
         keys = tuple((f"#{i}", arg_key(a)) for i, a in enumerate(args)) + tuple(
             (k, arg_key(v)) for k, v in kwargs.items()
         )
+        s.last_call = (args, kwargs)
         try:
             return step_call(self, *args, **kwargs)
         finally:
@@ -162,6 +169,9 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
         d.block += 1
         d.open_wrap()
         try:
+            variant = d.variant_run
+            if variant is not None:
+                return variant(run, self, args, kwargs)
             return run(self, *args, **kwargs)
         finally:
             d.block -= 1
@@ -180,13 +190,17 @@ def _blocked(fn: Callable[..., Any], driver: StepDriver, name: str) -> Callable[
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        outer = d.block == 0 and ident() == main
+        # Outermost among Keras's own calls (fit's validation is inside fit), inside a step or
+        # not (a loop of predict calls can be the steps).
+        outer = d.keras_depth == 0 and ident() == main
         t0 = clock() if outer else 0
         d.block += 1
+        d.keras_depth += 1
         try:
             return fn(*args, **kwargs)
         finally:
             d.block -= 1
+            d.keras_depth -= 1
             if outer:
                 stats = d.facts.keras_calls.get(name)
                 if stats is None:
@@ -316,10 +330,12 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                 ],
             }
         d.block += 1
+        d.keras_depth += 1
         try:
             return fit(self, *args, **kwargs)
         finally:
             d.block -= 1
+            d.keras_depth -= 1
 
     return marked_fit
 
@@ -572,8 +588,9 @@ class LoopMarks:
     """The marks ``source.mark_loops`` compiles into every loop, and the choice between them.
 
     Until a loop is chosen, each mark counts its loop's iterations and times them (from one
-    iteration's start to the next, or to the loop's end). Only loops whose code names
-    training are watched when the script has any (``source.TRAINING_WORDS``). After
+    iteration's start to the next, or to the loop's end). Only the loops that update the
+    model in their own body are watched when the script has any (``source.UPDATE_WORDS``),
+    else those whose code names training (``source.TRAINING_WORDS``). After
     ``DECIDE_S`` of loop activity (sooner for a busy loop), the loop is chosen whose iterations
     hold at least ``MIN_COVERAGE`` of that time and whose mean iteration, at least
     ``MIN_ITERATION_NS``, is nearest ``TARGET_STEP_NS`` (log scale); from then on its
@@ -582,9 +599,12 @@ class LoopMarks:
     ``fit``), no loop is chosen.
     """
 
-    def __init__(self, driver: StepDriver, sites: list[Any]) -> None:
+    def __init__(self, driver: StepDriver, sites: list[Any], choose: bool = True) -> None:
         self.driver = driver
         self.sites = sites
+        #: False (``--no-auto-step``): the loops are watched and the best one only suggested.
+        self.choose = choose
+        self.suggested = -1
         n = len(sites)
         self.count = [0] * n
         self.timed = [0] * n
@@ -596,10 +616,12 @@ class LoopMarks:
         self.why = ""
         self.in_step = False
         self.counter = driver.detector("auto_loop")
-        # Loops whose code names training are the candidates, when there are any: a long
-        # data-loading loop before the training is not chosen.
+        # The candidates: the loops that update the model in their own body if there are any,
+        # else those whose code names training, else all (a long data-loading loop before the
+        # training, or an epoch loop around the batches, is not chosen).
+        updates = [bool(getattr(s, "updates", False)) for s in sites]
         trains = [bool(getattr(s, "training", False)) for s in sites]
-        self.candidate = trains if any(trains) else [True] * n
+        self.candidate = updates if any(updates) else trains if any(trains) else [True] * n
 
     def mark(self, k: int) -> None:
         if self.decided:
@@ -657,10 +679,10 @@ class LoopMarks:
             self.in_step = True
         d.open_wrap()
 
-    def _decide(self, watched: int) -> None:
+    def _best(self, watched: int) -> tuple[int, float] | None:
+        """(loop, mean iteration ns) of the best candidate over ``watched`` ns, or None."""
         import math
 
-        self.decided = True
         best = None
         for k in range(len(self.sites)):
             if self.timed[k] < 2 or self.total_ns[k] < MIN_COVERAGE * watched:
@@ -671,24 +693,53 @@ class LoopMarks:
             score = abs(math.log10(max(mean, 1.0) / TARGET_STEP_NS))
             if best is None or score < best[0]:
                 best = (score, k, mean)
+        return (best[1], best[2]) if best is not None else None
+
+    def _decide(self, watched: int) -> None:
+        self.decided = True
+        best = self._best(watched)
         if best is None:
             self.why = "no loop's iterations held enough of the time"
             return
-        _, k, mean = best
+        k, mean = best
         site = self.sites[k]
-        self.chosen = k
         share = self.total_ns[k] / watched
         self.why = (
             f"the {site.kind} loop at line {site.line} ({site.function}): its iterations took "
             f"{mean / 1e3:,.1f} µs on average, {share:.0%} of the first "
             f"{watched / 1e9:.2f} s of loop activity"
         )
+        if self.choose:
+            self.chosen = k
+            calls = getattr(site, "calls", ())
+            if calls:
+                self.driver.facts.step_function_name = calls[0]
+        else:
+            self.suggested = k
+            self.why += " (not taken as the steps: --no-auto-step)"
+
+    def suggestion(self) -> str:
+        """For a run without steps: the loop that would be the steps, and how to say so."""
+        k = self.suggested
+        if k < 0 and self.chosen < 0 and self.first_ns:
+            best = self._best(max(self.driver.clock() - self.first_ns, 1))
+            k = best[0] if best is not None else -1
+        if k < 0:
+            return ""
+        site = self.sites[k]
+        return (
+            f"the {site.kind} loop at line {site.line} ({site.function}) looks like the training "
+            f"loop: rerun with --step-line {site.line}"
+        )
 
     def record(self) -> dict[str, Any]:
         """What was watched and chosen, for the script's record."""
         site = self.sites[self.chosen] if self.chosen >= 0 else None
+        suggested = self.sites[self.suggested] if self.suggested >= 0 else None
         return {
             "chosen_line": site.line if site is not None else None,
+            "calls": list(getattr(site, "calls", ())) if site is not None else [],
+            "suggested_line": suggested.line if suggested is not None else None,
             "why": self.why,
             "loops": [
                 {

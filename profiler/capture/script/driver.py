@@ -125,6 +125,9 @@ class Facts:
     #: values as the call before.
     #: Keras calls that are not steps (``predict``, ``evaluate``): calls, ns, samples (summed).
     keras_calls: dict[str, KerasCalls] = field(default_factory=dict)
+    #: The script's own step function by its global name (the automatic step's loop calls
+    #: it), for the what-ifs; "" if none.
+    step_function_name: str = ""
     #: The tf.data datasets the script's thread iterated (``profiler.capture.script.pipeline``).
     pipelines: Pipelines = field(default_factory=Pipelines)
     feeds_compared: int = 0
@@ -199,6 +202,8 @@ class FunctionStats:
     last_args: tuple[tuple[str, Any], ...] = ()
     trace_steps: list[int] = field(default_factory=list)
     changed: dict[str, list[Any]] = field(default_factory=dict)
+    #: The last call's arguments (the what-ifs trace with them before switching a variant in).
+    last_call: tuple[tuple[Any, ...], dict[str, Any]] | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -259,6 +264,15 @@ class StepDriver:
         self.done = 0
         self.started = False
         self.block = 0
+        #: Keras fit/evaluate/predict calls in progress (the outermost one is counted).
+        self.keras_depth = 0
+        #: What-if switch points (``profiler.capture.whatifs``): the step's ``session.run``
+        #: replaced (called as ``variant_run(run, session, args, kwargs)``), and per
+        #: tf.function (by id) a transform of its arguments.
+        self.variant_run: Callable[..., Any] | None = None
+        self.variant_args: dict[int, Callable[..., Any]] = {}
+        #: The script's module globals (a what-if swaps its step function there).
+        self.script_globals: dict[str, Any] | None = None
         self.wrap: StepWrapper | None = None
         self.ended = False
         self.end_reason = ""
@@ -471,11 +485,16 @@ def blocks(
         durs = sorted(ends[i] - starts[i] for i in range(b, min(b + size, len(ends))))
         if not durs:
             continue
+        cut = len(durs) // 10
+        kept = durs[cut : len(durs) - cut] or durs
         out.append(
             {
                 "from_step": b,
                 "to_step": b + len(durs) - 1,
                 "median_us": round(durs[len(durs) // 2] / 1e3, 3),
+                # Trimmed (10% each side): a bimodal step's level, without an epoch's or a
+                # phase switch's single long step.
+                "mean_us": round(sum(kept) / len(kept) / 1e3, 3),
             }
         )
     return out

@@ -143,8 +143,8 @@ class ScriptWindows(Windows):
 #: The order of a script's phases: when its steps run out, the ones that attribute a step on
 #: their own come first (timed: the wall time; sampled: every category but the kernels';
 #: framework: the kernels), then the ones that refine it (hooks: the Python side of the call;
-#: lines: line by line).
-SCRIPT_ORDER: tuple[str, ...] = ("timed", "sampled", "framework", "hooks", "lines")
+#: lines: line by line), and last the what-ifs, which change the loop.
+SCRIPT_ORDER: tuple[str, ...] = ("timed", "sampled", "framework", "hooks", "lines", "whatif")
 #: The smallest window of each phase in a script (steps): a slow step (a 70 ms Keras batch)
 #: still gets every phase from a few hundred steps.
 SCRIPT_FLOORS: dict[str, int] = {
@@ -153,6 +153,7 @@ SCRIPT_FLOORS: dict[str, int] = {
     "framework": 5,
     "hooks": 10,
     "lines": 5,
+    "whatif": 2,
 }
 #: The time each phase's window aims at in a script: shorter than a registered workload's, so
 #: a script of a few seconds gets every phase.
@@ -162,6 +163,7 @@ SCRIPT_TARGETS: dict[str, float] = {
     "framework": 0.3,
     "hooks": 0.5,
     "lines": 0.4,
+    "whatif": 0.01,
 }
 #: Re-warm steps after a phase is installed: about this long, at least 2.
 REWARM_S = 0.15

@@ -295,6 +295,9 @@ class LoopSite:
         function: the function holding it (``<module>`` at the top level).
         training: its code names training (``TRAINING_WORDS``: a loss, gradients, an update,
             an optimizer, epochs, batches): a data-loading loop before the training does not.
+        updates: its own body (not a loop inside it) updates the model (``UPDATE_WORDS``, or
+            ``w -= lr * grad``): the loop whose iterations are the training steps.
+        calls: the functions of the script its own body calls (by name), in order.
     """
 
     index: int
@@ -303,6 +306,9 @@ class LoopSite:
     kind: str
     function: str
     training: bool = False
+    updates: bool = False
+    #: The script's own functions its body calls directly (``train_step``), in order.
+    calls: tuple[str, ...] = ()
 
 
 #: Names (identifiers, attributes, keywords; lower-cased) that mark a loop as training: anywhere
@@ -316,6 +322,64 @@ TRAINING_WORDS = re.compile(
 #: ``training_data`` names training in its body only.
 TARGET_WORDS = re.compile(r"epoch|batch|step|iter")
 ITER_WORDS = re.compile(r"epochs|batches|steps|iterations|dataset|loader|^ds$|_ds$")
+
+
+#: Names of a model update: an optimizer's step, a train op or step function, a fit call.
+UPDATE_WORDS = re.compile(
+    r"update|apply_gradients|minimi[sz]e|optimi[sz]er|sgd|train_op|train_step|trainstep|"
+    r"train_on_batch|(^|_)step($|_)|(^|_)fit($|_)"
+)
+#: Names of gradients in an in-place update (``w -= lr * grad``, ``W += -step_size * dW``).
+GRADIENT_NAMES = re.compile(r"grad|Grad|nabla|delta|^d[A-Z_]|^d_")
+
+
+def _direct(loop: ast.For | ast.AsyncFor | ast.While) -> list[ast.AST]:
+    """The nodes of a loop's own body: not those of loops or functions inside it."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(loop.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (*_LOOPS, *_FUNCTIONS, ast.ClassDef)):
+            continue
+        out.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _updates(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+    for n in _direct(loop):
+        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
+        if name and UPDATE_WORDS.search(name.lower()):
+            return True
+        if isinstance(n, ast.AugAssign) and isinstance(n.op, (ast.Add, ast.Sub)):
+            values = [v.id for v in ast.walk(n.value) if isinstance(v, ast.Name)]
+            if any(GRADIENT_NAMES.search(v) for v in values):
+                return True
+        if isinstance(n, ast.Assign) and len(n.targets) == 1:
+            # ``W = W - lr * grad``: the target updated from itself and a gradient.
+            target = n.targets[0]
+            values = [v.id for v in ast.walk(n.value) if isinstance(v, ast.Name)]
+            if (
+                isinstance(target, ast.Name)
+                and target.id in values
+                and any(GRADIENT_NAMES.search(v) for v in values if v != target.id)
+            ):
+                return True
+    return False
+
+
+def _calls(loop: ast.For | ast.AsyncFor | ast.While, defined: set[str]) -> tuple[str, ...]:
+    """The script's own functions (``defined``) the loop's own body calls, in order."""
+    out: list[str] = []
+    for n in sorted(
+        (n for n in _direct(loop) if isinstance(n, ast.Call)),
+        key=lambda c: (c.lineno, c.col_offset),
+    ):
+        f = n.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        if name in defined and name not in out:
+            out.append(name)
+    return tuple(out)
 
 
 def _names(node: ast.AST) -> list[str]:
@@ -345,6 +409,9 @@ def mark_loops(src: Source) -> list[LoopSite]:
     after the loop: each iteration announces itself, and the script process picks the loop
     whose iterations are the steps (``profiler.capture.script.detect.LoopMarks``)."""
     sites: list[LoopSite] = []
+    defined = {
+        n.name for n in ast.walk(src.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
 
     def mark(stmts: list[ast.stmt], depth: int, function: str) -> None:
         i = 0
@@ -358,7 +425,18 @@ def mark_loops(src: Source) -> list[LoopSite]:
             if isinstance(stmt, _LOOPS):
                 k = len(sites)
                 kind = "while" if isinstance(stmt, ast.While) else "for"
-                sites.append(LoopSite(k, stmt.lineno, depth, kind, function, _trains(stmt)))
+                sites.append(
+                    LoopSite(
+                        k,
+                        stmt.lineno,
+                        depth,
+                        kind,
+                        function,
+                        _trains(stmt),
+                        _updates(stmt),
+                        _calls(stmt, defined),
+                    )
+                )
                 for inner in _statement_lists(stmt):
                     mark(inner, depth + 1, function)
                 stmt.body.insert(0, _loop_call(LOOP_MARK, k, stmt))

@@ -155,8 +155,10 @@ class ScriptRun:
             )
         if self.opts.get("step_line"):
             self.marked["step_line"] = source.mark_step_line(src, int(self.opts["step_line"]))
-        if not self.marked and self.opts.get("auto_step", True):
-            self.loops = detect.LoopMarks(self.driver, source.mark_loops(src))
+        if not self.marked:
+            # Without --no-auto-step the loop chosen is the steps; with it, only suggested.
+            choose = bool(self.opts.get("auto_step", True))
+            self.loops = detect.LoopMarks(self.driver, source.mark_loops(src), choose)
         return src.compile(), src
 
     def module_target(self, code: Any) -> tuple[Any, Any]:
@@ -219,6 +221,7 @@ class ScriptRun:
         markers.activate(self.driver)
         module = types.ModuleType("__main__")
         module.__dict__.update(self.globals(ast_docstring(src)))
+        self.driver.script_globals = module.__dict__
         self.schedule = Schedule(
             spec=_spec_for(self.name),
             driver=self.driver,
@@ -352,6 +355,9 @@ class ScriptRun:
         message = e.message
         if not detected and e.reason != "interrupted":
             message = f"{message}; {NOT_DETECTED}" if message else NOT_DETECTED
+            hint = self.loops.suggestion() if self.loops is not None else ""
+            if hint:
+                message += f"; {hint}"
         elif out.missed:
             message += (
                 f"; {' and '.join(out.missed)} got no steps: --repeat 1 measures "
@@ -396,7 +402,7 @@ class ScriptRun:
             "auto_step": self.loops.record() if self.loops is not None else None,
             "keras_calls": {k: v.to_json() for k, v in d.facts.keras_calls.items()},
             "time": self.time_budget(),
-            "blocks": self.step_blocks(),
+            "blocks": self.step_blocks(out),
             "fit": {
                 k: v
                 for k, v in d.facts.fit.items()
@@ -404,14 +410,25 @@ class ScriptRun:
             },
         }
 
-    def step_blocks(self) -> list[dict[str, Any]]:
-        """Median step time per epoch of fit (or per tenth of the run), all steps included."""
+    def step_blocks(self, out: Outcome) -> list[dict[str, Any]]:
+        """Median step time per epoch of fit (or per tenth of the run), all steps included;
+        ``instrumented``: the block overlaps a window that slows steps (all but timed)."""
         d = self.driver
         ends = d.ends.values
         per_epoch = d.facts.fit.get("steps_per_epoch")
         if per_epoch:
-            return blocks(d.first_start_ns, ends, int(per_epoch), int(d.facts.fit["first_step"]))
-        return blocks(d.first_start_ns, ends, max(-(-len(ends) // BLOCKS), 1))
+            rows = blocks(d.first_start_ns, ends, int(per_epoch), int(d.facts.fit["first_step"]))
+        else:
+            rows = blocks(d.first_start_ns, ends, max(-(-len(ends) // BLOCKS), 1))
+        busy = [
+            (seg.first_step, seg.first_step + seg.n_steps)
+            for rec in out.records
+            if rec.name != "timed" and rec.window is not None
+            for seg in rec.window.segments
+        ]
+        for r in rows:
+            r["instrumented"] = any(a <= r["to_step"] and r["from_step"] < b for a, b in busy)
+        return rows
 
     def time_budget(self) -> dict[str, float] | None:
         """The script's wall time before its first step, from it to its last, and after (s)."""

@@ -1,0 +1,112 @@
+"""What-ifs, analysed: each fix applied to the user's loop, its measured saving against the one
+the attribution predicted before anything ran.
+
+Place in the pipeline: analysis (pure), called by ``profiler.analysis.run`` for a workload whose
+trace holds a what-if phase (``WhatIfData``, ``profiler.capture.phases.whatif``). The measured
+saving is the median over pairs of (baseline block median - variant block median); its
+resolution is half the range of those differences. The prediction is the share of the step the
+attribution gives the variant's declared categories and parts (``attribution.removal_ns``),
+applied to the blocks' baseline step (the machine's speed drifts between windows); it holds within
+``max(TOLERANCE x |predicted|, TOLERANCE_FLOOR_US)``, else it misses, and a miss is reported as
+it is, never tuned away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from profiler.analysis import attribution as attr
+from profiler.analysis.attribution import Attribution
+from profiler.model import median_ns
+from profiler.model.records import WhatIfData
+
+#: A prediction holds within this share of itself, or this many µs, whichever is larger.
+TOLERANCE = 0.25
+TOLERANCE_FLOOR_US = 3.0
+
+HOLDS, MISSES, NOT_PREDICTED, FAILED = "holds", "misses", "not predicted", "failed"
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """One what-if's outcome (µs per step; see the module docstring)."""
+
+    id: str
+    title: str
+    removes: tuple[str, ...]
+    keeps_results: bool
+    results_note: str
+    results_check: str
+    status: str
+    error: str
+    block_steps: int
+    pairs: int
+    baseline_us: float | None
+    variant_us: float | None
+    measured_us: float | None
+    resolution_us: float | None
+    predicted_us: float | None
+    predicted_share: float | None
+    tolerance_us: float | None
+    verdict: str
+
+    @property
+    def speedup(self) -> float | None:
+        if self.baseline_us and self.variant_us:
+            return self.baseline_us / self.variant_us
+        return None
+
+
+def analyse(data: WhatIfData | None, att: Attribution | None, units: int = 1) -> list[WhatIf]:
+    """The what-ifs of one workload (``units``: training steps per timed unit)."""
+    if data is None:
+        return []
+    out = []
+    for r in data.results:
+        pairs = min(len(r.baseline_ns), len(r.variant_ns))
+        diffs = [(r.baseline_ns[i] - r.variant_ns[i]) / units / 1e3 for i in range(pairs)]
+        measured = float(median_ns([round(d * 1e3) for d in diffs])) / 1e3 if diffs else None
+        resolution = (max(diffs) - min(diffs)) / 2 if len(diffs) > 1 else None
+        predicted = share = None
+        baseline = _median_us(r.baseline_ns, units)
+        if att is not None and all(att.measured(k.split(".")[0]) for k in r.removes):
+            # The attribution's share of the step, at the blocks' own speed: the machine's
+            # speed drifts between the timed window and the what-if's blocks.
+            share = attr.removal_ns(att, r.removes) / att.reference_ns if att.reference_ns else 0
+            predicted = share * baseline if baseline is not None else None
+        tolerance = (
+            max(TOLERANCE * abs(predicted), TOLERANCE_FLOOR_US) if predicted is not None else None
+        )
+        if r.status == "failed" or measured is None:
+            verdict = FAILED
+        elif predicted is None or tolerance is None:
+            verdict = NOT_PREDICTED
+        else:
+            verdict = HOLDS if abs(measured - predicted) <= tolerance else MISSES
+        out.append(
+            WhatIf(
+                id=r.id,
+                title=r.title,
+                removes=r.removes,
+                keeps_results=r.keeps_results,
+                results_note=r.results_note,
+                results_check=r.results_check,
+                status=r.status,
+                error=r.error,
+                block_steps=r.block_steps,
+                pairs=pairs,
+                baseline_us=baseline,
+                variant_us=_median_us(r.variant_ns, units),
+                measured_us=measured,
+                resolution_us=resolution,
+                predicted_us=predicted,
+                predicted_share=share,
+                tolerance_us=tolerance,
+                verdict=verdict,
+            )
+        )
+    return out
+
+
+def _median_us(values: tuple[int, ...], units: int) -> float | None:
+    return median_ns(list(values)) / units / 1e3 if values else None

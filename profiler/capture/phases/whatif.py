@@ -1,0 +1,180 @@
+"""The what-if phase: the fixes that apply to a script's loop, applied by the toolkit for a few
+hundred steps and measured against the loop as written.
+
+Place in the pipeline: the last phase of a script process. The what-ifs that apply come from
+``profiler.capture.whatifs`` (decided once the warm-up has shown what the script uses); each
+runs after the phase's short window as alternating blocks of baseline and variant steps
+(``PAIRS`` pairs, the order alternating so drift cancels; each block's median step is
+recorded, about ``BLOCK_S`` of steps each, so a what-if adds about a second of steps). The
+record (``WhatIfData``) holds the block medians; the analysis (``profiler.analysis.whatif``)
+turns them into the measured saving, its resolution, and the verdict against the prediction.
+
+A variant that raises is switched off at once and its step runs as written (the what-ifs guard
+their own calls): the script never sees a what-if fail. The case study's workloads get none:
+their fixes are the hand-written experiment pairs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from profiler.capture.loop import LoopEnded, WorkloadSpec
+from profiler.capture.phases import Budget, Phase, PhaseContext
+from profiler.model import FAILED, OK, PARTIAL, SKIPPED, PhaseRecord, Window, median_ns
+from profiler.model.records import WhatIfData, WhatIfResult
+
+#: Baseline/variant pairs per what-if, and each block's length (seconds of steps, clamped).
+PAIRS = 3
+BLOCK_S = 0.15
+BLOCK_MIN = 3
+BLOCK_MAX = 300
+#: The shortest block when steps are scarce (or the natural block, if shorter).
+BLOCK_FIT = 20
+
+
+class WhatIfPhase(Phase):
+    name = "whatif"
+    min_window = 2
+
+    def __init__(self, budget: Budget, options: dict[str, Any]) -> None:
+        super().__init__(budget)
+        self.mode = str(options.get("whatif") or "on")
+        self.variants: list[Any] | None = None
+        self.not_run: list[tuple[str, str]] = []
+        self.pairs = PAIRS
+        self.block: int | None = None  # set when steps are scarce (``fit_extra``)
+
+    def applies_to(self, spec: WorkloadSpec) -> str | None:
+        if self.mode == "off":
+            return "--no-whatif"
+        from profiler.capture.script.spec import ScriptSpec
+
+        if not isinstance(spec, ScriptSpec):
+            return "the case study's fixes are its hand-written experiment pairs"
+        return None
+
+    def _variants(self, ctx: PhaseContext) -> list[Any]:
+        if self.variants is None:
+            from profiler.capture import whatifs
+
+            driver = getattr(ctx.loop, "driver", None)
+            if driver is None:
+                self.variants = []
+                return self.variants
+            allow_all = self.mode == "all"
+            found, self.not_run = ctx.loop.in_loop_thread(  # type: ignore[attr-defined]
+                lambda: whatifs.candidates(driver, driver.script_globals, allow_all)
+            )
+            self.variants = found
+        return self.variants
+
+    def _block(self, ctx: PhaseContext) -> int:
+        if self.block is not None:
+            return self.block
+        want = int(BLOCK_S * 1e9 / max(ctx.step_ns, 1))
+        return max(BLOCK_MIN, min(BLOCK_MAX, want))
+
+    def extra_steps(self, ctx: PhaseContext) -> int:
+        return len(self._variants(ctx)) * self.pairs * 2 * self._block(ctx)
+
+    def limit_extra(self, ctx: PhaseContext, seconds: float) -> int:
+        # Each what-if gets its own ~second: ``seconds`` is a phase's cap, not the sum's.
+        return self.extra_steps(ctx)
+
+    def fit_extra(self, ctx: PhaseContext, tight: int, cap: int) -> int:
+        """Steps are scarce: shorter blocks (down to ``BLOCK_FIT``), fewer pairs, then fewer
+        what-ifs, to fit ``cap`` steps."""
+        variants = self._variants(ctx)
+        block = self._block(ctx)
+        if variants and len(variants) * self.pairs * 2 * block > cap:
+            fit = cap // (len(variants) * self.pairs * 2)
+            self.block = block = max(min(block, fit), min(block, BLOCK_FIT))
+        while self.variants and len(self.variants) * self.pairs * 2 * block > cap:
+            if self.pairs > 1:
+                self.pairs -= 1
+            else:
+                dropped = self.variants.pop()
+                self.not_run.append((dropped.id, "the steps left did not leave room for it"))
+        return self.extra_steps(ctx)
+
+    def remove(self, ctx: PhaseContext, window: Window) -> PhaseRecord:
+        variants = self._variants(ctx)
+        if not variants:
+            reasons = "; ".join(f"{k}: {why}" for k, why in self.not_run) or "none known"
+            return PhaseRecord(
+                name=self.name,
+                status=SKIPPED,
+                window=window,
+                reason=f"no what-if applies to this loop ({reasons})",
+                data=WhatIfData(not_run=tuple(self.not_run)),
+            )
+        results = []
+        n = self._block(ctx)
+        ended = False
+        for v in variants:
+            if ended:
+                self.not_run.append((v.id, "the script ended first"))
+                continue
+            result, ended = self._measure(ctx, v, n)
+            results.append(result)
+        status = PARTIAL if ended and not results else OK
+        return PhaseRecord(
+            name=self.name,
+            status=status,
+            window=window,
+            data=WhatIfData(results=tuple(results), not_run=tuple(self.not_run)),
+        )
+
+    def _measure(self, ctx: PhaseContext, v: Any, n: int) -> tuple[WhatIfResult, bool]:
+        """Alternating blocks of one what-if; (its result, whether the script ended)."""
+        loop: Any = ctx.loop
+        base: list[int] = []
+        var: list[int] = []
+        ended = False
+        try:
+            for pair in range(self.pairs):
+                for on in (False, True) if pair % 2 == 0 else (True, False):
+                    loop.in_loop_thread(v.on if on else v.off)
+                    marks = [ctx.clock()]
+                    loop.run(n, marks, ctx.clock)
+                    durs = [b - a for a, b in itertools.pairwise(marks)]
+                    if len(durs) < n:
+                        ended = True
+                    if durs:
+                        (var if on else base).append(median_ns(durs))
+                    if ended or v.errors:
+                        break
+                if ended or v.errors:
+                    break
+        except LoopEnded:
+            ended = True
+        finally:
+            if not ended:
+                loop.in_loop_thread(v.off)
+            else:
+                v.off()
+        status = FAILED if v.errors else (PARTIAL if ended else OK)
+        return (
+            WhatIfResult(
+                id=v.id,
+                title=v.title,
+                removes=v.removes,
+                keeps_results=v.keeps_results,
+                results_note=v.results_note,
+                status=status,
+                block_steps=n,
+                baseline_ns=tuple(base),
+                variant_ns=tuple(var),
+                error="; ".join(v.errors[:3]),
+                results_check=v.check,
+            ),
+            ended,
+        )
+
+    def abort(self, ctx: PhaseContext) -> None:
+        for v in self.variants or []:
+            try:
+                v.off()
+            except Exception:  # best effort: the run is failing already
+                pass

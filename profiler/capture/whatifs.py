@@ -1,0 +1,362 @@
+"""What-ifs: fixes the toolkit applies to a script's own loop at run time, without touching its
+file, so the what-if phase (``profiler.capture.phases.whatif``) can measure what each saves.
+
+Place in the pipeline: the script process. Each builder below looks at what the run detected
+(``StepDriver.facts``: the session and its step's call, the tf.functions and their retraces,
+the Keras model, the automatic step's loop) and returns a ``Variant`` when it applies, or the
+reason it does not. A variant declares, before anything is measured, which of the attribution's
+categories or parts it removes (the analysis turns that into the predicted saving) and whether
+it keeps the training's results; ``on``/``off`` switch it between two steps, on the script's
+thread. The switch points are the detectors' own (``StepDriver.variant_run``,
+``StepDriver.variant_args``), the script's globals (a step function) and the model's
+``train_function``: nothing else of the script changes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from profiler.capture.script.driver import StepDriver
+
+#: Relative tolerance of a results check (float32 arithmetic, the same kernels).
+CHECK_RTOL = 1e-6
+
+#: Ids of the what-ifs, in the order they run.
+TF1_CALLABLE = "tf1_callable"
+TENSOR_ARGS = "tensor_args"
+KERAS_JIT = "keras_jit"
+EAGER_FUNCTION = "eager_function"
+
+
+@dataclass
+class Variant:
+    """One applicable what-if (see the module docstring); ``errors`` collects what the variant
+    raised (it is then off, and the step ran as written)."""
+
+    id: str
+    title: str
+    removes: tuple[str, ...]
+    keeps_results: bool
+    results_note: str
+    on: Callable[[], None]
+    off: Callable[[], None]
+    errors: list[str] = field(default_factory=list)
+    #: How the results were checked to stay the same, with the figures ("" if not checked).
+    check: str = ""
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc) else ''}"
+
+
+def candidates(
+    driver: StepDriver, script_globals: dict[str, Any] | None, allow_all: bool
+) -> tuple[list[Variant], list[tuple[str, str]]]:
+    """The what-ifs that apply to this run (results-changing ones only with ``allow_all``),
+    and (id, why not) for the others."""
+    found: list[Variant] = []
+    not_run: list[tuple[str, str]] = []
+    builders: list[tuple[str, Callable[[], Variant | str]]] = [
+        (TF1_CALLABLE, lambda: tf1_callable(driver)),
+        (TENSOR_ARGS, lambda: tensor_args(driver)),
+        (KERAS_JIT, lambda: keras_jit(driver)),
+        (EAGER_FUNCTION, lambda: eager_function(driver, script_globals)),
+    ]
+    for key, build in builders:
+        try:
+            got = build()
+        except Exception as exc:  # a framework version without the private API it needs
+            got = f"cannot be applied here ({type(exc).__name__}: {exc})"
+        if isinstance(got, str):
+            not_run.append((key, got))
+        elif not got.keeps_results and not allow_all:
+            not_run.append((key, f"{got.results_note}: runs only with --whatif all"))
+        else:
+            found.append(got)
+    return found, not_run
+
+
+# --- TF1: the step's session.run as a native callable -------------------------------------------
+
+
+def tf1_callable(driver: StepDriver) -> Variant | str:
+    """The step's ``session.run(fetches, feed_dict)`` through a native callable made for the
+    same fetches, targets and feeds (``BaseSession._make_callable_from_options``): no Python
+    feed/fetch handling, no per-call name resolution. ``Session.make_callable`` is not it: in
+    TensorFlow 2 it is ``session.run`` under another name."""
+    facts = driver.facts
+    session, call = facts.session, facts.session_call
+    if session is None or call is None:
+        return "no session.run step"
+    args, kwargs = call
+    if len(args) > 2 or set(kwargs) - {"fetches", "feed_dict"}:
+        return "the step's session.run passes options or run_metadata"
+    fetches = args[0] if args else kwargs.get("fetches")
+    feeds = kwargs.get("feed_dict", args[1] if len(args) > 1 else None) or {}
+    elems = list(fetches) if isinstance(fetches, (list, tuple)) else [fetches]
+    if any(isinstance(e, (list, tuple, dict)) for e in elems) or not isinstance(feeds, dict):
+        return "the step fetches a nested structure"
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.core.protobuf import config_pb2
+
+    graph = session.graph
+    layout: list[int | None] = []
+    fetch_names: list[str] = []
+    targets: list[str] = []
+    for e in elems:
+        g = graph.as_graph_element(e, allow_tensor=True, allow_operation=True)
+        if isinstance(g, tf.Operation):
+            targets.append(g.name)
+            layout.append(None)
+        else:
+            layout.append(len(fetch_names))
+            fetch_names.append(g.name)
+    keys = list(feeds)
+    placeholders = [graph.as_graph_element(k) for k in keys]
+    dtypes = [p.dtype.as_numpy_dtype for p in placeholders]
+    opts = config_pb2.CallableOptions(
+        feed=[p.name for p in placeholders], fetch=fetch_names, target=targets
+    )
+    native = session._make_callable_from_options(opts)
+    shape = type(fetches) if isinstance(fetches, (list, tuple)) else None
+    recorded = [id(e) for e in elems]
+    key_ids = sorted(id(k) for k in keys)
+
+    def run(original: Callable[..., Any], sess: Any, a: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        f = a[0] if a else kw.get("fetches")
+        fd = kw.get("feed_dict", a[1] if len(a) > 1 else None) or {}
+        es = list(f) if isinstance(f, (list, tuple)) else [f]
+        if (
+            sess is not session
+            or [id(e) for e in es] != recorded
+            or not isinstance(fd, dict)
+            or sorted(id(k) for k in fd) != key_ids
+        ):
+            return original(sess, *a, **kw)  # another call than the step's: unchanged
+        try:
+            out = native(*[np.asarray(fd[k], dtype=t) for k, t in zip(keys, dtypes, strict=True)])
+        except Exception as exc:  # off at once; this step runs as written
+            variant.errors.append(_error(exc))
+            driver.variant_run = None
+            return original(sess, *a, **kw)
+        values = [None if i is None else out[i] for i in layout]
+        if shape is None:
+            return values[0]
+        return shape(values)
+
+    def check() -> None:
+        """The fetched tensors through a callable without the targets against session.run's
+        on the same feeds: the same state, no update (nothing changes)."""
+        if not fetch_names or variant.check:
+            return
+        probe = session._make_callable_from_options(
+            config_pb2.CallableOptions(feed=[p.name for p in placeholders], fetch=fetch_names)
+        )
+        fed = [np.asarray(feeds[k], dtype=t) for k, t in zip(keys, dtypes, strict=True)]
+        got = probe(*fed)
+        want = session.run(fetch_names, feed_dict=dict(zip(keys, fed, strict=True)))
+        worst = max(
+            float(np.max(np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float))))
+            if np.size(a)
+            else 0.0
+            for a, b in zip(got, want, strict=True)
+        )
+        scale = max(float(np.max(np.abs(np.asarray(b, dtype=float)))) for b in want) or 1.0
+        same = worst <= CHECK_RTOL * scale
+        variant.check = (
+            f"the fetched tensors ({', '.join(fetch_names)}) equal session.run's on the same "
+            f"feeds: max difference {worst:.3g} (tolerance {CHECK_RTOL:g} x {scale:.3g})"
+            if same
+            else f"the fetched tensors differ from session.run's by up to {worst:.3g}"
+        )
+        if not same:
+            variant.errors.append(variant.check)
+
+    def on() -> None:
+        if not variant.errors:
+            try:
+                check()
+            except Exception as exc:  # the variant is unusable here
+                variant.errors.append(_error(exc))
+                return
+            if not variant.errors:
+                driver.variant_run = run
+
+    def off() -> None:
+        driver.variant_run = None
+
+    variant = Variant(
+        TF1_CALLABLE,
+        "the step's session.run replaced by a native callable for the same fetches and feeds "
+        "(session._make_callable_from_options)",
+        ("feed_fetch", "python.run", "dispatch.per_call"),
+        True,
+        "the same graph, fetches and feeds (the same dtype conversion session.run does)",
+        on,
+        off,
+    )
+    return variant
+
+
+# --- tf.function: the retraced argument as a tensor ----------------------------------------------
+
+
+def tensor_args(driver: StepDriver) -> Variant | str:
+    """A tf.function that retraces on a changing Python number, called with that argument as
+    a tensor of the same value: one trace instead of one per value."""
+    best = None
+    for s in driver.facts.functions.values():
+        numbers = [n for n, (_t, what) in s.changed.items() if what in _NUMBERS]
+        if s.traces >= 2 and numbers and (best is None or s.traces > best[0].traces):
+            best = (s, numbers)
+    if best is None:
+        return "no tf.function retraced on a Python number"
+    stats, names = best
+    fn = stats.ref
+    import tensorflow as tf
+
+    params = list(inspect.signature(fn.python_function).parameters)
+    positions = {params.index(n): n for n in names if n in params}
+
+    def transform(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        a = list(args)
+        for i in positions:
+            if i < len(a) and _is_number(a[i]):
+                a[i] = tf.constant(a[i])
+        kw = {k: tf.constant(v) if k in names and _is_number(v) else v for k, v in kwargs.items()}
+        return tuple(a), kw
+
+    def on() -> None:
+        if variant.errors:
+            return
+        if stats.last_call is not None:
+            # Traced once with the tensor first: a function that cannot take one fails here,
+            # not in the script's step.
+            try:
+                a, kw = transform(*stats.last_call)
+                fn.get_concrete_function(*a, **kw)
+            except Exception as exc:
+                variant.errors.append(_error(exc))
+                return
+        driver.variant_args[id(fn)] = transform
+
+    def off() -> None:
+        driver.variant_args.pop(id(fn), None)
+
+    listed = ", ".join(names)
+    variant = Variant(
+        TENSOR_ARGS,
+        f"{stats.name} called with {listed} as a tensor (tf.constant) instead of a Python number",
+        ("tracing",),
+        True,
+        f"the same values of {listed}, as tensors",
+        on,
+        off,
+    )
+    return variant
+
+
+_NUMBERS = ("a Python int", "a Python float", "a Python bool")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float))  # bool included: tf.function retraces on each too
+
+
+# --- Keras fit: XLA ------------------------------------------------------------------------------
+
+
+def keras_jit(driver: StepDriver) -> Variant | str:
+    """fit's train function rebuilt with ``jit_compile=True`` (XLA), switched in and out
+    between batches (fit reads ``model.train_function`` at every batch)."""
+    model = driver.facts.model
+    if model is None or not driver.facts.fit:
+        return "no Keras fit"
+    if getattr(model, "jit_compile", False):
+        return "the model already compiles with XLA (jit_compile=True)"
+    if getattr(model, "train_function", None) is None:
+        return "fit's train function is not built"
+    base = model.train_function
+    built: list[Any] = []
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return built[0](*args, **kwargs)
+        except Exception as exc:  # XLA cannot compile it: off, this batch as written
+            variant.errors.append(_error(exc))
+            model.train_function = base
+            return base(*args, **kwargs)
+
+    def on() -> None:
+        if variant.errors:
+            return
+        if not built:
+            model.jit_compile = True
+            try:
+                model.make_train_function(force=True)
+                built.append(model.train_function)
+            finally:
+                model.jit_compile = False
+        model.train_function = guarded
+
+    def off() -> None:
+        model.train_function = base
+
+    variant = Variant(
+        KERAS_JIT,
+        "fit's train function compiled with XLA (jit_compile=True)",
+        ("dispatch.per_op",),
+        True,
+        "the same computation; XLA may change the last bits of float results",
+        on,
+        off,
+    )
+    return variant
+
+
+# --- an eager step function in tf.function -----------------------------------------------------
+
+
+def eager_function(driver: StepDriver, script_globals: dict[str, Any] | None) -> Variant | str:
+    """The script's eager step function (the one its automatic step's loop calls) wrapped in
+    ``tf.function`` in the script's globals."""
+    name = driver.facts.step_function_name
+    if not name or script_globals is None or "tensorflow" not in sys.modules:
+        return "no eager step function of the script"
+    original = script_globals.get(name)
+    if not callable(original) or hasattr(original, "python_function"):
+        return f"{name} is not a plain Python function"
+    import tensorflow as tf
+
+    compiled = tf.function(original)
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return compiled(*args, **kwargs)
+        except Exception as exc:  # cannot be traced: off, this step as written
+            variant.errors.append(_error(exc))
+            script_globals[name] = original
+            return original(*args, **kwargs)
+
+    def on() -> None:
+        if not variant.errors:
+            script_globals[name] = guarded
+
+    def off() -> None:
+        script_globals[name] = original
+
+    variant = Variant(
+        EAGER_FUNCTION,
+        f"{name} wrapped in tf.function",
+        ("python", "dispatch.per_op"),
+        False,
+        f"{name}'s Python side effects (prints, appends, Python counters) run only when it traces",
+        on,
+        off,
+    )
+    return variant

@@ -1,0 +1,148 @@
+"""What-ifs on small real scripts: each fix that applies is applied by the profiler to the
+script's own loop, measured in alternating blocks, and compared with its prediction; the
+results are kept (or the what-if says they may change and runs only with --whatif all); a
+loop it does not apply to gets none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_script_run import DATA, cli, only_run, phase, workload, write
+
+
+def _whatifs(tmp_path: Path, *args: str) -> tuple[dict, dict[str, dict], str]:
+    out = cli(tmp_path, *args)
+    assert out.returncode == 0, out.stderr[-3000:]
+    w = workload(only_run(tmp_path))
+    return w, {x["id"]: x for x in w.get("whatif") or []}, out.stdout
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_tf1_session_run_through_a_native_callable_saves_what_was_predicted(tmp_path: Path):
+    w, found, stdout = _whatifs(
+        tmp_path, "--tf1", "--max-steps", "4000", str(DATA / "seed000_tf1.py")
+    )
+    x = found["tf1_callable"]
+    assert x["status"] == "ok" and x["pairs"] >= 2
+    # The sign the attribution predicts (feed/fetch, session.run's Python, the per-call cost).
+    assert x["predicted_saving_us"] > 0 and x["measured_saving_us"] > 0
+    assert x["variant_us"] < x["baseline_us"]
+    assert x["verdict"] in ("holds", "misses")
+    assert abs(x["measured_saving_us"] - x["predicted_saving_us"]) <= x["tolerance_us"] or (
+        x["verdict"] == "misses"
+    )
+    # Same results: the loss through the callable equals session.run's on the same feeds.
+    assert x["keeps_results"] and "max difference 0" in x["results_check"]
+    assert "what would fix it, measured on your loop:" in stdout
+    assert any("Measured on your loop" in d["fix"] for d in _findings(tmp_path, w))
+
+
+def _findings(tmp_path: Path, w: dict) -> list[dict]:
+    import json
+
+    doc = json.loads((only_run(tmp_path) / "summary.json").read_text())
+    return [d for d in doc["diagnoses"] if d["name"] == w["name"]]
+
+
+RETRACING = """
+import tensorflow as tf
+
+w = tf.Variable(tf.zeros((8, 1)))
+x = tf.random.normal((64, 8))
+opt = tf.keras.optimizers.SGD(0.01)
+
+
+@tf.function
+def train_step(x, step):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((x @ w - 1.0) ** 2)
+    opt.apply_gradients([(tape.gradient(loss, w), w)])
+    return loss
+
+
+for step in range(400):
+    loss = train_step(x, step)
+print(float(loss))
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_a_retraced_python_number_passed_as_a_tensor_removes_the_tracing(tmp_path: Path):
+    script = write(tmp_path, "retrace.py", RETRACING)
+    w, found, _ = _whatifs(tmp_path, str(script))
+    x = found["tensor_args"]
+    assert x["status"] == "ok", x
+    assert "step" in x["title"] and x["removes"] == ["tracing"]
+    assert x["measured_saving_us"] > 0 and x["predicted_saving_us"] > 0
+    assert x["variant_us"] < 0.5 * x["baseline_us"]  # a trace per step is most of it
+    assert x["keeps_results"]
+
+
+EAGER = """
+import tensorflow as tf
+
+w = tf.Variable(tf.zeros((16, 1)))
+x = tf.random.normal((64, 16))
+opt = tf.keras.optimizers.SGD(0.01)
+
+
+def train_step(x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((x @ w - 1.0) ** 2)
+    opt.apply_gradients([(tape.gradient(loss, w), w)])
+    return loss
+
+
+for step in range(1500):
+    loss = train_step(x)
+print(float(loss))
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_an_eager_step_in_tf_function_runs_only_with_whatif_all(tmp_path: Path):
+    script = write(tmp_path, "eager.py", EAGER)
+    w, found, _ = _whatifs(tmp_path, "--max-steps", "1200", str(script))
+    assert "eager_function" not in found
+    not_run = dict(phase(w, "whatif")["data"]["not_run"])
+    assert "--whatif all" in not_run["eager_function"]
+    other = tmp_path / "all"
+    other.mkdir()
+    w, found, _ = _whatifs(other, "--whatif", "all", "--max-steps", "1200", str(script))
+    x = found["eager_function"]
+    assert x["status"] == "ok" and not x["keeps_results"]
+    assert x["title"] == "train_step wrapped in tf.function"
+    assert x["measured_saving_us"] > 0 and x["variant_us"] < x["baseline_us"]
+
+
+NUMPY = """
+import numpy as np
+
+w = np.zeros(8)
+x = np.random.rand(64, 8)
+for step in range(300000):
+    grad = x.T @ (x @ w - 1.0) / 64
+    w -= 0.01 * grad
+"""
+
+
+def test_a_numpy_loop_gets_no_what_if(tmp_path: Path):
+    script = write(tmp_path, "np_loop.py", NUMPY)
+    w, found, stdout = _whatifs(tmp_path, "--phases", "timed,whatif", str(script))
+    assert found == {} and "whatif" not in w
+    p = phase(w, "whatif")
+    assert p["status"] == "skipped" and "no what-if applies" in p["reason"]
+    assert "measured on your loop" not in stdout
+
+
+def test_no_whatif_skips_the_phase(tmp_path: Path):
+    script = write(tmp_path, "np_loop.py", NUMPY)
+    out = cli(tmp_path, "--no-whatif", "--phases", "timed,whatif", str(script))
+    assert out.returncode == 0, out.stderr
+    p = phase(workload(only_run(tmp_path)), "whatif")
+    assert p["status"] == "skipped" and p["reason"] == "--no-whatif"
