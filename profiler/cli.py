@@ -23,6 +23,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 EXIT_DOC = """exit status:
   0    every workload ran (a script: it returned, called sys.exit(0) or reached --max-steps)
@@ -52,14 +53,21 @@ class UsageError(Exception):
     """A user mistake: reported as one line, exit status 2."""
 
 
+#: The largest count an option takes (steps, sizes, points): beyond it, a typo.
+MAX_COUNT = 10**12
+
+
 def _positive_int(text: str) -> int:
-    """A positive integer; ``1e5`` is accepted (the seeds write step counts that way)."""
+    """A positive integer up to ``MAX_COUNT``; ``1e5`` is accepted (the seeds write step counts
+    that way)."""
     try:
         value = float(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if not value.is_integer() or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_COUNT:.0e}, got {text!r}")
     return int(value)
 
 
@@ -88,8 +96,15 @@ def _csv(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, with where the help is (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m profiler",
         description="Where does a training step's time go? Profiles numpy and TensorFlow "
         "training loops and attributes every step's wall time to a named cause.",
@@ -380,6 +395,7 @@ def _phases(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from profiler import lifetime
     from profiler.capture.loop import WorkloadError
     from profiler.processes import pipeline, rundir
     from profiler.processes.runner import RunOptions
@@ -437,9 +453,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
+        rundir.check_out(args.out)
+        lifetime.install()  # SIGTERM and SIGHUP stop the run as Ctrl-C does
         result = pipeline.execute(opts)
     except rundir.RunDirError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return pipeline.EXIT_OUTPUT
+    except OSError as exc:  # a full disk, a folder made read-only during the run
+        print(
+            f"error: cannot write the run under {args.out}: {exc.strerror or exc}", file=sys.stderr
+        )
         return pipeline.EXIT_OUTPUT
     vm = viewmodel.build(result.summary)
     print(text.table(vm))
@@ -467,6 +490,11 @@ def cmd_list(_args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from profiler.processes import pipeline
     from profiler.reports import summary
@@ -478,11 +506,16 @@ def cmd_report(args: argparse.Namespace) -> int:
         pipeline.rerender(args.run)
     except summary.SummaryError as exc:
         raise UsageError(f"{path}: {exc}") from None
-    except ValueError as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
     except OSError as exc:
         print(f"error: cannot write the report in {args.run}: {exc}", file=sys.stderr)
         return pipeline.EXIT_OUTPUT
+    except ValueError as exc:
+        raise UsageError(f"cannot read {path}: {_one_line(exc)}") from None
+    except Exception as exc:  # it passes the schema but holds what no run writes
+        raise UsageError(
+            f"{path} holds a value no run writes, so the report cannot be drawn from it "
+            f"({type(exc).__name__}: {_one_line(exc)})"
+        ) from None
     print(f"report: {args.run / 'report.html'}")
     return 0
 
@@ -543,6 +576,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        from profiler import lifetime
+
         print("interrupted", file=sys.stderr)
-        return 130
+        return lifetime.exit_status(exc)

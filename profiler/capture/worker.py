@@ -15,14 +15,17 @@ drive it with a fake clock and a fake workload.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from profiler import lifetime
 from profiler.capture import schedule
 from profiler.capture.loop import Params, WorkloadSpec
 from profiler.capture.phases import Phase, PhaseContext
@@ -129,18 +132,23 @@ def run_workload(
     return trace
 
 
+@functools.cache
 def progress_writer() -> Progress:
-    """Progress events to the runner, on the pipe named by ``PROFILER_PROGRESS_FD``."""
+    """Progress events to the runner, on the pipe named by ``PROFILER_PROGRESS_FD`` (one
+    stream per process, shared by its threads: one event a line)."""
     fd = os.environ.get("PROFILER_PROGRESS_FD")
     if not fd:
         return lambda _e: None
     stream = os.fdopen(int(fd), "w", buffering=1)
+    lock = threading.Lock()
 
     def emit(event: dict[str, Any]) -> None:
-        try:
-            stream.write(json.dumps(event) + "\n")
-        except OSError:
-            pass
+        line = json.dumps(event) + "\n"
+        with lock:
+            try:
+                stream.write(line)
+            except (OSError, ValueError):
+                pass
 
     return emit
 
@@ -156,6 +164,7 @@ def measurement_main(
     """
     args = sys.argv[1:] if argv is None else argv
     spec = load_spec(Path(args[0]).read_text())
+    lifetime.watch_parent()
     try:
         run(spec, progress=progress_writer())
         return 0
@@ -171,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     wspec = WorkerSpec.from_json(Path(args[0]).read_text())
+    lifetime.watch_parent()
     workload_dir = Path(wspec.workload_dir)
     out = workload_dir / MODEL_FILE
     progress = progress_writer()

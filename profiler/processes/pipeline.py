@@ -14,11 +14,13 @@ leaves ``runs/latest`` alone. ``rerender`` writes every output of a finished run
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from profiler import lifetime
 from profiler.analysis.run import RunAnalysis, analyse
 from profiler.processes import env, rundir
 from profiler.processes.runner import RunOptions, WorkloadOutcome, run_all, run_process
@@ -41,11 +43,13 @@ class RunResult:
     summary: dict[str, Any]
     outcomes: list[WorkloadOutcome]
     analysis: RunAnalysis | None = None
+    #: What stopped an interrupted run (Ctrl-C: 130; SIGTERM: 143; SIGHUP: 129).
+    interrupted_status: int = EXIT_INTERRUPTED
 
     @property
     def exit_status(self) -> int:
         if self.status == "interrupted":
-            return EXIT_INTERRUPTED
+            return self.interrupted_status
         return EXIT_OK if self.status == "ok" else EXIT_WORKLOAD_FAILED
 
     @property
@@ -156,10 +160,30 @@ def write_efficiency_scalars(run_dir: Path, doc: dict[str, Any]) -> list[str]:
 
 
 def write_outputs(run_dir: Path, doc: dict[str, Any]) -> None:
-    """Validate ``doc`` and write ``summary.json`` and ``report.html`` into ``run_dir``."""
-    summary.validate(doc)
+    """Validate ``doc`` and write ``summary.json`` and ``report.html`` into ``run_dir``.
+
+    A summary that does not match its schema is a bug of the toolkit, not of the run: it is
+    written all the same (what was measured is kept), the mismatch goes to stderr and into
+    ``schema-error.txt``, and the report is drawn from it where it can be."""
+    problem = ""
+    try:
+        summary.validate(doc)
+    except summary.SummaryError as exc:
+        problem = str(exc)
     rundir.atomic_write_text(run_dir / "summary.json", summary.dumps(doc))
-    write_report(run_dir, doc)
+    if problem:
+        rundir.atomic_write_text(run_dir / "schema-error.txt", problem + "\n")
+        print(
+            "internal error (a bug of the profiler; the run is kept): "
+            + problem.replace("\n", "; ")[:500],
+            file=sys.stderr,
+        )
+    try:
+        write_report(run_dir, doc)
+    except Exception as exc:
+        if not problem:
+            raise
+        print(f"the report could not be drawn: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 def write_report(run_dir: Path, doc: dict[str, Any]) -> None:
@@ -209,24 +233,28 @@ def execute(opts: RunOptions, now: float | None = None) -> RunResult:
     outcomes: list[WorkloadOutcome] = []
     try:
         outcomes = run_all(opts, partial)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         info.status = "interrupted"
         info.finished = time.time()
         analysis, doc = _render(partial, info, collected(partial, opts), environment)
-        return RunResult(run_id, partial, info.status, doc, [], analysis)
+        return RunResult(run_id, partial, info.status, doc, [], analysis, lifetime.exit_status(exc))
     experiments = None
     efficiency = None
     if opts.experiments:
+        stage = "experiments"
         try:
             experiments = run_experiments(opts, partial)
-        except KeyboardInterrupt:
-            experiments = None
-            info.notes.append("experiments interrupted")
-        try:
+            stage = "efficiency"
             efficiency = run_efficiency(opts, partial, opts.efficiency_overrides)
-        except KeyboardInterrupt:
-            efficiency = None
-            info.notes.append("efficiency interrupted")
+        except KeyboardInterrupt as exc:
+            # What finished is kept, the rest is not started; the run stays .partial.
+            info.status = "interrupted"
+            info.notes.append(f"interrupted during the {stage} process")
+            info.finished = time.time()
+            analysis, doc = _render(partial, info, outcomes, environment, experiments, efficiency)
+            return RunResult(
+                run_id, partial, info.status, doc, outcomes, analysis, lifetime.exit_status(exc)
+            )
     info.finished = time.time()
     info.status = "ok" if all(o.status == "ok" for o in outcomes) else "failed"
     analysis, doc = _render(partial, info, outcomes, environment, experiments, efficiency)

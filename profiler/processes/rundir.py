@@ -59,6 +59,18 @@ def new_run_id(root: Path, now: float | None = None) -> str:
     return candidate
 
 
+def check_out(root: Path) -> None:
+    """Before a run: ``root/latest``, if there, must be the link a run writes (a folder or a
+    file there would break the run's end); ``RunDirError`` says what to move."""
+    latest = Path(root) / LATEST
+    if latest.is_symlink() or not latest.exists():
+        return
+    kind = "a folder" if latest.is_dir() else "a file"
+    raise RunDirError(
+        f"{latest} is {kind}, not the link to the last run a run writes there: move it away"
+    )
+
+
 def create_partial(root: Path, now: float | None = None) -> tuple[str, Path]:
     """Create ``root/<id>.partial/``; raise ``RunDirError`` with one line if it cannot."""
     root = Path(root)

@@ -17,6 +17,7 @@ file or nothing, and it has no time-out unless one is given.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -29,11 +30,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from profiler import lifetime
 from profiler.capture.loop import Params, WorkloadSpec
 from profiler.capture.script.spec import ScriptSpec
 from profiler.capture.worker import MODEL_FILE, WorkerSpec
 from profiler.model import FAILED, OK, PARTIAL, TIMEOUT, WorkloadTrace
 from profiler.processes import rundir
+from profiler.redact import redact_argv
 
 #: Child environment: TensorFlow's C++ INFO/WARNING lines off (FULL_TRACE prints 5 per step).
 CHILD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
@@ -145,6 +148,37 @@ def outcome_from_summary(entry: dict[str, Any], trace_path: Path) -> WorkloadOut
     )
 
 
+#: The note when processes a script started outlived it (killed at its end).
+LEFTOVER_NOTE = (
+    "processes the script started (forked children) were still running when it ended: they "
+    "were killed with it"
+)
+
+
+def _signal_name(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return "unknown"
+
+
+def _ended_outside(
+    trace: WorkloadTrace, how: str, steps: int | None, timed_out: bool
+) -> WorkloadTrace:
+    """A script's record when its process never ran its own ending (the last snapshot says
+    "completed" or nothing): how it ended, and its steps from the heartbeat if more."""
+    s = dict(trace.script)
+    done = max(int(s.get("steps") or 0), steps or 0)
+    s["steps"] = done
+    s["ended"] = "timeout" if timed_out else "exited"
+    s["message"] = (
+        f"the script's process {how} after {done} steps"
+        if not timed_out
+        else (f"the script {how} after {done} steps")
+    )
+    return replace(trace, script=s)
+
+
 def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
     try:
         text = path.read_text(errors="replace").rstrip().splitlines()
@@ -154,7 +188,8 @@ def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
 
 
 def _kill_group(proc: subprocess.Popen[bytes], grace_s: float = 3.0) -> None:
-    """SIGTERM the process group, then SIGKILL what is left after ``grace_s``."""
+    """SIGTERM the process group, then SIGKILL what is left after ``grace_s`` (at once on a
+    second Ctrl-C during the grace period, which is then re-raised)."""
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
         try:
             os.killpg(proc.pid, sig)
@@ -165,6 +200,34 @@ def _kill_group(proc: subprocess.Popen[bytes], grace_s: float = 3.0) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+        except KeyboardInterrupt:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            raise
+
+
+def _reap_group(pgid: int) -> bool:
+    """Kill what is left of a finished process's group (a script's forked children); True if
+    anything was."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return False
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return True
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    return True
 
 
 def run_workload_process(
@@ -283,6 +346,15 @@ def _one_run(
     )
     spec_path = wdir / "worker-spec.json"
     rundir.atomic_write_text(spec_path, wspec.to_json())
+    heartbeat: dict[str, int] = {}
+
+    def tracked(event: dict[str, Any]) -> None:
+        # A script's steps so far, every ~0.5 s: what survives a crash outside Python.
+        if event.get("event") == "steps":
+            heartbeat["steps"] = int(event.get("steps") or 0)
+        else:
+            progress(event)
+
     if isinstance(spec, ScriptSpec):
         stdin = Path(spec.stdin) if spec.stdin else None
         proc = run_process(
@@ -290,7 +362,7 @@ def _one_run(
             spec_path,
             wdir,
             timeout_s,
-            progress,
+            tracked,
             passthrough=True,
             stdin=stdin,
             # Time to end the script and write what it measured when Ctrl-C stops it.
@@ -298,6 +370,12 @@ def _one_run(
         )
     else:
         proc = run_process("profiler.capture.worker", spec_path, wdir, timeout_s, progress)
+    if isinstance(spec, ScriptSpec) and spec.argv:
+        # The run folder keeps the spec, not the script's secrets (profiler.redact).
+        kept = {**options["script"], "argv": redact_argv(spec.argv)}
+        rundir.atomic_write_text(
+            spec_path, dataclasses.replace(wspec, options={**options, "script": kept}).to_json()
+        )
     timed_out, wall_ns = proc.timed_out, proc.wall_ns
     trace: WorkloadTrace | None = None
     load_error = ""
@@ -309,10 +387,11 @@ def _one_run(
     if script and trace is not None:
         # The script process sized its timed window from its own warm-up.
         params = params.with_(steps=max(int(trace.params.get("steps", 1)), 1))
+    outside = ""  # how a process ended outside Python (os._exit, a signal), in words
     if timed_out:
         status = TIMEOUT
         error = f"timed out after {timeout_s:g} s"
-        done = [p.name for p in trace.phases] if trace else []
+        done = [p.name for p in trace.phases if p.status == OK] if trace else []
         if done:
             error += f"; phases completed: {', '.join(done)}"
     elif proc.returncode == 0 and trace is not None and trace.status == OK:
@@ -321,12 +400,22 @@ def _one_run(
         status = FAILED
         error = _tail(wdir / "error.txt") or _tail(wdir / "stderr.log")
         if proc.returncode and proc.returncode < 0:
-            error = f"killed by signal {-proc.returncode}\n{error}".strip()
+            outside = f"killed by signal {-proc.returncode} ({_signal_name(-proc.returncode)})"
+        elif proc.returncode and trace is not None and trace.status == PARTIAL:
+            # A trace its process never finished: it left without Python's ending.
+            outside = f"exited with status {proc.returncode} outside Python (os._exit, a crash)"
+        if outside:
+            error = f"{outside}\n{error}".strip()
         if load_error:
             error = f"{error}\n{load_error}".strip()
         error = error or f"exited with status {proc.returncode}"
+    if trace is not None and trace.script and (outside or timed_out):
+        trace = _ended_outside(trace, outside or error, heartbeat.get("steps"), timed_out)
     if trace is not None and status != OK and trace.status in (OK, PARTIAL):
         trace = replace(trace, status=status, error=error)
+    if proc.leftover and trace is not None and trace.script:
+        notes = [*trace.script.get("notes", []), LEFTOVER_NOTE]
+        trace = replace(trace, script={**trace.script, "notes": notes})
     return WorkloadOutcome(
         spec=spec,
         slug=slug,
@@ -341,11 +430,13 @@ def _one_run(
 
 @dataclass
 class ProcessResult:
-    """How a measurement process ended."""
+    """How a measurement process ended (``leftover``: processes it started were still
+    running and were killed)."""
 
     returncode: int | None
     timed_out: bool
     wall_ns: int
+    leftover: bool = False
 
 
 def run_process(
@@ -384,6 +475,8 @@ def run_process(
                 env=env,
                 pass_fds=(write_fd,),
                 start_new_session=True,
+                # Killed with the profiler, even by SIGKILL (profiler.lifetime).
+                preexec_fn=lifetime.die_with_parent,
             )
         finally:
             os.close(write_fd)
@@ -396,8 +489,12 @@ def run_process(
                 tee.start()
                 tees.append(tee)
         timed_out = False
+        leftover = False
         try:
             proc.wait(timeout=timeout_s)
+            # Processes the measured one started and left behind (a script's forked
+            # children) go with it: nothing outlives the run.
+            leftover = _reap_group(proc.pid)
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc)
@@ -409,7 +506,10 @@ def run_process(
                 tee.join(timeout=5)
         reader.join(timeout=5)
     return ProcessResult(
-        None if timed_out else proc.returncode, timed_out, time.monotonic_ns() - t0
+        None if timed_out else proc.returncode,
+        timed_out,
+        time.monotonic_ns() - t0,
+        leftover=leftover,
     )
 
 

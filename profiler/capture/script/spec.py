@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from profiler.capture.loop import Loop, Params, WorkloadSpec
 from profiler.capture.script import source
+from profiler.redact import redact_argv
 
 
 def _not_built(_params: Params) -> Loop:
@@ -112,13 +113,14 @@ class ScriptSpec(WorkloadSpec):
         if step_line:
             line = source.parse_step_line(step_line, path)
             source.mark_step_line(src, line)
-        if stdin is not None and not os.access(stdin, os.R_OK):
-            raise source.ScriptError(f"--stdin {stdin}: no such readable file")
+        if stdin is not None and (not stdin.is_file() or not os.access(stdin, os.R_OK)):
+            what = "a folder, not a file" if stdin.is_dir() else "no such readable file"
+            raise source.ScriptError(f"--stdin {stdin}: {what}")
         if graph_mode and importlib.util.find_spec("tensorflow") is None:
             raise source.ScriptError(
                 "--graph-mode needs TensorFlow, which is not installed in this environment"
             )
-        args = " ".join(argv)
+        args = " ".join(redact_argv(argv))
         return cls(
             name=path.name,
             title=f"your script {script}{' ' + args if args else ''}",

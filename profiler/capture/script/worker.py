@@ -40,7 +40,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from profiler import markers
+from profiler import lifetime, markers
 from profiler.capture.phases import sampled
 from profiler.capture.schedule import ERROR_TAIL_LINES
 from profiler.capture.script import detect, source
@@ -51,6 +51,7 @@ from profiler.capture.worker import ERROR_FILE, MODEL_FILE, WorkerSpec, progress
 from profiler.clock import now_ns
 from profiler.model import FAILED, OK, PARTIAL, WorkloadTrace
 from profiler.model.atomic import atomic_write_text
+from profiler.redact import redact_argv
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 #: Files whose frames are the toolkit's, left out of the script's traceback.
@@ -145,6 +146,24 @@ class ScriptRun:
         self.stop_requested = False
 
     # --- set-up -----------------------------------------------------------------------------
+
+    def start_heartbeat(self) -> None:
+        """The steps done so far to the runner every ``lifetime.WATCH_S`` (what survives a
+        crash outside Python), from the thread that also ends this process's group if the
+        profiler dies (``profiler.lifetime.watch_parent``)."""
+        emit = progress_writer()
+        pid = os.getpid()
+        last = [-1]
+
+        def beat() -> None:
+            if os.getpid() != pid:
+                return
+            done = self.driver.done
+            if done != last[0]:
+                last[0] = done
+                emit({"event": "steps", "steps": done})
+
+        lifetime.watch_parent(beat)
 
     def compile(self) -> tuple[Any, source.Source]:
         """The script's code, with ``--step-function``/``--step-line`` marks compiled in."""
@@ -254,13 +273,16 @@ class ScriptRun:
         thread.start()
         self.start_ns = self.clock()
         self.in_script = True
+        pid = os.getpid()
         try:
             exec(code, module.__dict__)
         except BaseException as exc:
+            self._forked_child_leaves(pid, exc)
             self.in_script = False
             self.end_ns = self.clock()
             self.ending = self._ending(exc)
         else:
+            self._forked_child_leaves(pid, None)
             self.in_script = False
             self.end_ns = self.clock()
             self.ending = self._ending(None)
@@ -271,6 +293,25 @@ class ScriptRun:
         if self.stop_requested and self.ending.status == OK:
             self.ending = self._ending(Interrupted())
         return self.finish()
+
+    @staticmethod
+    def _forked_child_leaves(pid: int, exc: BaseException | None) -> None:
+        """A process the script forked that ran on to the script's end: it leaves at once
+        with the script's status, writing nothing (only the process the profiler started
+        writes the outputs; the runner ends any that outlive the script)."""
+        if os.getpid() == pid:
+            return
+        code = 0
+        if isinstance(exc, SystemExit):
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        elif exc is not None:
+            code = 1
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
 
     def _framework_import(self, name: str) -> None:
         startup = self.schedule.startup if self.schedule is not None else None
@@ -365,7 +406,7 @@ class ScriptRun:
             )
         return {
             "path": str(self.path),
-            "argv": list(self.opts.get("argv", [])),
+            "argv": redact_argv(self.opts.get("argv", [])),
             "cwd": os.getcwd(),
             "graph_mode": bool(self.opts.get("graph_mode")),
             "graph_mode_ms": round(self.graph_ns / 1e6, 3),
@@ -495,6 +536,7 @@ def main(argv: list[str] | None = None) -> int:
     workload_dir = Path(wspec.workload_dir)
     try:
         run = ScriptRun(wspec)
+        run.start_heartbeat()
         return run.run()
     except source.ScriptError as exc:  # the file changed since the parent checked it
         atomic_write_text(workload_dir / ERROR_FILE, f"{exc}\n")

@@ -1,0 +1,344 @@
+"""Every way a run can end leaves no process behind and loses nothing measured: signals to the
+profiler, a second Ctrl-C, a script that forks, exits outside Python or crashes, a full disk,
+bad input, secrets on the script's command line, odd summaries given to ``report``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import REPO, python_env
+from tests.test_script_run import cli, only_run, workload, write
+
+#: A script that writes its pid, then runs marked steps of ~20 ms for as long as it is let.
+FOREVER = """
+import os
+import sys
+import time
+
+open(sys.argv[1], "w").write(str(os.getpid()))
+
+
+def step():
+    time.sleep(0.02)
+
+
+for i in range(100000):
+    step()
+"""
+
+
+def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "profiler", "run", "--out", str(tmp_path / "runs"), *args],
+        cwd=tmp_path,
+        env=python_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for(path: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.1)
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:  # a zombie whose parent is gone counts as gone
+            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+            if state == "Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _partial(tmp_path: Path) -> Path:
+    (run,) = [p for p in (tmp_path / "runs").iterdir() if p.name.endswith(".partial")]
+    return run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_keep_the_partial_run_and_leave_no_process(tmp_path, sig, status):
+    script = write(tmp_path, "forever.py", FOREVER)
+    pidfile = tmp_path / "pid"
+    proc = _start(tmp_path, "--step-function", "step", str(script), str(pidfile))
+    _wait_for(pidfile)
+    time.sleep(3)  # some steps measured
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err[-2000:]
+    run = _partial(tmp_path)
+    doc = json.loads((run / "summary.json").read_text())
+    assert doc["run"]["status"] == "interrupted"
+    assert doc["workloads"][0]["script"]["steps"] > 10
+    assert _gone(int(pidfile.read_text()))
+    assert not (tmp_path / "runs" / "latest").exists()
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_profiler_takes_its_processes_with_it(tmp_path):
+    script = write(tmp_path, "forever.py", FOREVER)
+    pidfile = tmp_path / "pid"
+    proc = _start(tmp_path, "--step-function", "step", str(script), str(pidfile))
+    _wait_for(pidfile)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert _gone(int(pidfile.read_text()))
+
+
+#: A script that survives SIGTERM (it swallows every exception in its loop).
+STUBBORN = """
+import os
+import sys
+import time
+
+open(sys.argv[1], "w").write(str(os.getpid()))
+
+
+def step():
+    time.sleep(0.02)
+
+
+while True:
+    try:
+        step()
+    except BaseException:
+        pass
+"""
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_kills_a_script_that_will_not_stop(tmp_path):
+    script = write(tmp_path, "stubborn.py", STUBBORN)
+    pidfile = tmp_path / "pid"
+    proc = _start(tmp_path, "--step-function", "step", str(script), str(pidfile))
+    _wait_for(pidfile)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    # At once: well inside the first Ctrl-C's 5 s grace period.
+    assert time.monotonic() - t0 < 4.0
+    assert proc.returncode == 130
+    assert _gone(int(pidfile.read_text()))
+
+
+FORKS = """
+import os
+import time
+
+for i in range(300):
+    time.sleep(0.005)
+    if i == 100:
+        child = os.fork()
+        if child == 0:
+            open("child.pid", "w").write(str(os.getpid()))
+            time.sleep(60)  # outlives the script: the run's end must end it
+"""
+
+
+@pytest.mark.slow
+def test_a_forked_child_never_writes_the_outputs_and_does_not_outlive_the_run(tmp_path):
+    script = write(tmp_path, "forks.py", FORKS)
+    out = cli(tmp_path, "--step-line", "6", "--phases", "timed", str(script))
+    assert out.returncode == 0, out.stderr[-2000:]
+    w = workload(only_run(tmp_path))
+    # The parent's 300 steps; a child's own ending would have written its ~200.
+    assert w["script"]["steps"] == 300
+    assert _gone(int((tmp_path / "child.pid").read_text()), timeout=5)
+    assert any("forked children" in n for n in w["script"]["notes"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("os._exit(5)", "exited with status 5 outside Python"),
+        ("import ctypes; ctypes.string_at(0)", "killed by signal 11 (SIGSEGV)"),
+    ],
+)
+def test_a_script_that_ends_outside_python_says_how_and_keeps_its_steps(tmp_path, body, words):
+    script = write(
+        tmp_path,
+        "ends.py",
+        f"""
+        import os
+        import time
+
+        for i in range(400):
+            time.sleep(0.005)
+            if i == 300:
+                {body}
+        """,
+    )
+    out = cli(tmp_path, "--step-line", "6", "--phases", "timed", str(script))
+    assert out.returncode == 1
+    run = only_run(tmp_path)
+    w = json.loads((run / "summary.json").read_text())["workloads"][0]
+    assert w["status"] == "failed" and words in w["error"]
+    assert w["script"]["ended"] == "exited" and words in w["script"]["message"]
+    # The heartbeat's count: at most ~0.5 s of steps (~100 here) lost.
+    assert w["script"]["steps"] >= 200
+
+
+def test_stdin_that_is_a_folder_is_bad_input_and_nothing_is_written(tmp_path):
+    script = write(tmp_path, "s.py", "print(1)\n")
+    out = cli(tmp_path, "--stdin", str(tmp_path), str(script))
+    assert out.returncode == 2
+    assert "--stdin" in out.stderr and "folder" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_latest_that_is_a_folder_is_refused_before_the_run(tmp_path):
+    (tmp_path / "runs" / "latest").mkdir(parents=True)
+    script = write(tmp_path, "s.py", "print(1)\n")
+    out = cli(tmp_path, str(script))
+    assert out.returncode == 3
+    assert "latest is a folder" in out.stderr
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["latest"]
+
+
+FULL_DISK = """
+import errno
+import sys
+
+from profiler.model import atomic
+
+real = atomic.atomic_write_bytes
+
+
+def full(path, data, *a, **k):
+    if str(path).endswith("summary.json"):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return real(path, data, *a, **k)
+
+
+atomic.atomic_write_bytes = full
+from profiler import cli
+
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_a_full_disk_is_exit_3_in_one_line_with_no_truncated_file(tmp_path):
+    # An injected ENOSPC where the summary is written (a tmpfs needs privileges a test
+    # cannot count on).
+    wrapper = tmp_path / "full_disk.py"
+    wrapper.write_text(FULL_DISK)
+    script = write(tmp_path, "s.py", "for i in range(50):\n    pass\n")
+    out = subprocess.run(
+        [sys.executable, str(wrapper), "run", "--out", str(tmp_path / "runs"), str(script)],
+        cwd=tmp_path,
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 3, out.stderr[-2000:]
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "No space left on device" in last
+    assert "Traceback" not in out.stderr
+    # Nothing half-written: no temporary files left, no empty summary.
+    leftovers = [p for p in (tmp_path / "runs").rglob("*") if ".tmp" in p.name]
+    assert leftovers == []
+    assert not list((tmp_path / "runs").rglob("summary.json"))
+
+
+def test_secrets_on_the_scripts_command_line_are_never_written(tmp_path):
+    script = write(tmp_path, "s.py", "import sys\nfor i in range(50):\n    pass\n")
+    secret = "sk-live0123456789abcdefSECRET"
+    out = cli(
+        tmp_path,
+        "--phases",
+        "timed",
+        str(script),
+        "--api-key",
+        secret,
+        "--password=hunter2pass",
+        "--lr",
+        "0.1",
+    )
+    assert out.returncode == 0, out.stderr
+    run = only_run(tmp_path)
+    for path in run.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".html", ".txt", ".log", ".gz"):
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                import gzip
+
+                data = gzip.decompress(data)
+            assert secret.encode() not in data, path
+            assert b"hunter2pass" not in data, path
+    argv = workload(run)["script"]["argv"]
+    assert argv == ["--api-key", "<redacted>", "--password=<redacted>", "--lr", "0.1"]
+
+
+GOLDEN = REPO / "tests" / "data" / "golden_summary.json"
+
+
+def _paths(doc, prefix=()):
+    """Every (path, value) of a summary, for one-field mutations."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:3]):
+            yield from _paths(v, (*prefix, i))
+    yield prefix, doc
+
+
+_GOLDEN_PATHS = [p for p, _v in _paths(json.loads(GOLDEN.read_text())) if p]
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    where=st.sampled_from(_GOLDEN_PATHS),
+    value=st.sampled_from([1e308, -1, 0, "x", "", None, [], {}, True, 10**30, -1e308]),
+)
+def test_report_on_an_odd_summary_never_raises(tmp_path_factory, where, value):
+    from profiler import cli as profiler_cli
+
+    doc = json.loads(GOLDEN.read_text())
+    target = doc
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = value
+    run = tmp_path_factory.mktemp("odd")
+    (run / "summary.json").write_text(json.dumps(doc))
+    status = profiler_cli.main(["report", str(run)])
+    assert status in (0, 2)
+
+
+def test_a_count_out_of_range_is_one_line_and_points_to_help(tmp_path):
+    out = cli(tmp_path, "--steps", "1e99", "x.py")
+    assert out.returncode == 2
+    (line,) = out.stderr.strip().splitlines()
+    assert "--steps" in line and "--help" in line
