@@ -11,13 +11,14 @@ PYTEST_ARGS ?=
 PORT ?= 6006
 RUN ?= runs/latest
 
-.PHONY: help setup profile test realworld lint format tensorboard bench report browser clean clean-runs
+.PHONY: help setup profile test realworld soak lint format tensorboard bench report browser clean clean-runs
 
 help:
 	@echo "make profile       set up on first use, then profile the default suite -> runs/<id>/"
 	@echo "make profile FULL=1   the seeds' own step counts (1e5 steps for seed 000)"
 	@echo "make test          the linters, then the whole test suite (TensorFlow, TensorBoard, Chromium)"
 	@echo "make realworld     every real public script of tests/realworld, profiled with defaults (~10 min)"
+	@echo "make soak          the default suite 3 times back to back, 4 runs at once into one --out (~20 min)"
 	@echo "make tensorboard   TensorBoard on 127.0.0.1:$(PORT) over $(RUN)/tensorboard"
 	@echo "make bench         overhead and prediction figures for this machine"
 	@echo "make lint          ruff (lint + format check) and mypy"
@@ -53,6 +54,9 @@ tensorboard: $(STAMP)
 
 realworld: $(STAMP) browser
 	$(PY) -m pytest -m "realworld or not realworld" tests/test_realworld.py $(PYTEST_ARGS)
+
+soak: $(STAMP) browser
+	$(PY) -m pytest -m "soak or not soak" tests/test_soak.py $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) -m profiler.bench $(ARGS)

@@ -23,7 +23,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 EXIT_DOC = """exit status:
   0    every workload ran (a script: it returned, called sys.exit(0) or reached --max-steps)
@@ -394,12 +394,10 @@ def _phases(args: argparse.Namespace) -> list[str]:
     return [p for p in PHASE_ORDER if p in args.phases]
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from profiler import lifetime
+def run_options(args: argparse.Namespace) -> Any:
+    """``RunOptions`` from the ``run`` command's arguments (bad input: ``UsageError``)."""
     from profiler.capture.loop import WorkloadError
-    from profiler.processes import pipeline, rundir
     from profiler.processes.runner import RunOptions
-    from profiler.reports import text, viewmodel
 
     script = _script_spec(args)
     specs = _resolve_workloads(args)
@@ -447,7 +445,36 @@ def cmd_run(args: argparse.Namespace) -> int:
         ),
         sweep_sizes=args.sweep_sizes or [],
     )
-    if script is not None:
+    return opts
+
+
+def parse_run(tokens: Sequence[str], script: Sequence[str]) -> Any:
+    """``RunOptions`` for ``run [tokens] SCRIPT [its arguments]`` given as lists, for callers
+    inside a live process (the IPython magics): a mistake raises ``UsageError`` with the
+    one-line message the command line prints, never ``SystemExit``."""
+    import contextlib
+    import io
+
+    parser = build_parser()
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+            args = parser.parse_args(["run", *tokens])
+    except SystemExit:
+        text = said.getvalue().strip().splitlines()
+        raise UsageError(text[-1].removeprefix("error: ") if text else "bad options") from None
+    args.script = list(script)
+    return run_options(args)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from profiler import lifetime
+    from profiler.processes import pipeline, rundir
+    from profiler.reports import text, viewmodel
+
+    opts = run_options(args)
+    script = args.script
+    if script:
         print(
             f"profiling {args.script[0]}: its output follows; the report is written when it ends",
             file=sys.stderr,

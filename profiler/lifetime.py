@@ -41,13 +41,17 @@ class Terminated(KeyboardInterrupt):
 
 
 def install() -> None:
-    """SIGTERM and SIGHUP raise ``Terminated`` in the main thread (the profiler's parent side)."""
+    """SIGTERM and SIGHUP raise ``Terminated`` in the main thread (the profiler's parent side),
+    and SIGINT raises ``KeyboardInterrupt`` even where it was ignored when the profiler started
+    (a shell starts background jobs so: ``kill -INT`` would otherwise leave its workers run)."""
 
     def handler(signum: int, _frame: Any) -> None:
         raise Terminated(signum)
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def exit_status(exc: BaseException) -> int:

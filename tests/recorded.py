@@ -20,9 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / "tests" / "data" / "recorded"
+#: The working directory the recording was made in (its traces' absolute paths start there).
+RECORDED_CWD = "/work/main"
 GOLDEN_SUMMARY = REPO / "tests" / "data" / "golden_summary.json"
 GOLDEN_REPORT = REPO / "tests" / "data" / "golden_report.html"
 
@@ -71,7 +74,10 @@ def summary_of_recording() -> dict[str, Any]:
         status=run["status"],
         options=dict(run["options"]),
     )
-    out = summary.build(info, analyse(outcomes, experiments, efficiency), ENVIRONMENT)
+    # Paths are shortened relative to the working directory: the recording's, wherever the
+    # checkout that replays it is (a clean clone elsewhere shortens them the same way).
+    with mock.patch("os.getcwd", return_value=RECORDED_CWD):
+        out = summary.build(info, analyse(outcomes, experiments, efficiency), ENVIRONMENT)
     out["run"]["started"] = run["started"]
     return out
 

@@ -37,8 +37,22 @@ for i in range(100000):
 """
 
 
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_profiler_outlives_its_test():
+    """A failed test leaves no run behind (SIGKILL: the workers die with their parent)."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+
+
 def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "profiler", "run", "--out", str(tmp_path / "runs"), *args],
         cwd=tmp_path,
         env=python_env(),
@@ -46,6 +60,8 @@ def _start(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    _STARTED.append(proc)
+    return proc
 
 
 def _wait_for(path: Path, timeout: float = 60.0) -> None:
@@ -144,6 +160,40 @@ def test_a_second_ctrl_c_kills_a_script_that_will_not_stop(tmp_path):
     assert time.monotonic() - t0 < 4.0
     assert proc.returncode == 130
     assert _gone(int(pidfile.read_text()))
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_experiments_keeps_the_run_partial_and_starts_nothing_more(tmp_path):
+    # numpy_gd selects the size sweep (a cheap experiments process), adam_minibatch the
+    # efficiency process that would come next.
+    proc = _start(
+        tmp_path,
+        "--workloads",
+        "numpy_gd,adam_minibatch",
+        "--phases",
+        "timed",
+        "--experiments",
+        "--sweep-sizes",
+        "10,100,1000,10000,100000",
+        "--no-progress",
+    )
+    deadline = time.monotonic() + 120
+    while not list((tmp_path / "runs").glob("*.partial/experiments/spec.json")):
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert time.monotonic() < deadline, "the experiments process never started"
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    run = _partial(tmp_path)
+    doc = json.loads((run / "summary.json").read_text())
+    assert doc["run"]["status"] == "interrupted"
+    assert "interrupted during the experiments process" in doc["run"]["notes"]
+    # What finished before it is kept; the efficiency process never started.
+    assert [w["status"] for w in doc["workloads"]] == ["ok", "ok"]
+    assert not (run / "efficiency").exists()
+    assert not (tmp_path / "runs" / "latest").exists()
 
 
 FORKS = """

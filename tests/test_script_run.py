@@ -93,7 +93,10 @@ def test_seed000_tf1_script_is_attributed_mostly_to_overhead(tmp_path: Path) -> 
     # Every phase ran on the script's own steps, all within its 600.
     assert {p["name"]: p["status"] for p in w["phases"]} == dict.fromkeys(
         ("timed", "sampled", "lines", "framework", "hooks"), "ok"
-    )
+    ) | {"whatif": phase(w, "whatif")["status"]}
+    # The what-if runs last, in what the measurement phases left of the 600 steps.
+    whatif = phase(w, "whatif")
+    assert whatif["status"] == "ok" or "did not leave room" in whatif["reason"]
     assert sum(p["steps"] for p in w["phases"]) + w["one_off"]["warmup_steps"] <= 600
     # The seed's first call, sess.run(init), is the warm-up's first step; the graph building
     # before it is the one-off build time.
@@ -400,3 +403,13 @@ def test_ctrl_c_keeps_a_partial_report(tmp_path: Path) -> None:
         gzip.decompress((partial / "workloads/forever.py/model.json.gz").read_bytes())
     )
     assert trace["script"]["ended"] == "interrupted" and trace["script"]["steps"] >= 300
+
+
+@pytest.mark.tf
+def test_tf1_graph_code_run_eagerly_says_to_use_graph_mode(tmp_path: Path) -> None:
+    out = cli(tmp_path, "--phases", "timed", str(DATA / "seed000_tf1.py"))
+    assert out.returncode == 1
+    w = workload(only_run(tmp_path))
+    assert "not compatible with eager execution" in w["error"]
+    assert "TensorFlow 1 graph code" in w["script"]["message"]
+    assert "--graph-mode" in w["script"]["message"]

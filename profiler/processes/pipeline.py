@@ -215,8 +215,19 @@ def _render(
     return analysis, doc
 
 
-def execute(opts: RunOptions, now: float | None = None) -> RunResult:
-    """Run everything ``opts`` asks for; raise ``rundir.RunDirError`` if nothing can be written."""
+@dataclass
+class Started:
+    """A run whose folder is reserved: what ``finish`` needs to write it."""
+
+    run_id: str
+    partial: Path
+    info: summary.RunInfo
+    environment: dict[str, Any]
+
+
+def begin(opts: RunOptions, now: float | None = None) -> Started:
+    """Reserve the run folder and record the run's options and environment; raise
+    ``rundir.RunDirError`` if nothing can be written."""
     run_id, partial = rundir.create_partial(opts.out_root, now)
     info = summary.RunInfo(
         run_id=run_id,
@@ -229,15 +240,52 @@ def execute(opts: RunOptions, now: float | None = None) -> RunResult:
             **{k: v for k, v in opts.options.items() if isinstance(v, (int, float, str, bool))},
         },
     )
-    environment = env.capture()
+    return Started(run_id, partial, info, env.capture())
+
+
+def finish_interrupted(
+    started: Started,
+    outcomes: list[WorkloadOutcome],
+    status: int = EXIT_INTERRUPTED,
+    experiments: dict[str, Any] | None = None,
+    efficiency: dict[str, Any] | None = None,
+) -> RunResult:
+    """Write what was measured before an interruption; the folder stays ``.partial``."""
+    info = started.info
+    info.status = "interrupted"
+    info.finished = time.time()
+    analysis, doc = _render(
+        started.partial, info, outcomes, started.environment, experiments, efficiency
+    )
+    return RunResult(started.run_id, started.partial, info.status, doc, outcomes, analysis, status)
+
+
+def finish(
+    started: Started,
+    outcomes: list[WorkloadOutcome],
+    experiments: dict[str, Any] | None = None,
+    efficiency: dict[str, Any] | None = None,
+) -> RunResult:
+    """Analyse, write every output and rename the folder from ``.partial`` (``latest`` moves)."""
+    info = started.info
+    info.finished = time.time()
+    info.status = "ok" if all(o.status == "ok" for o in outcomes) else "failed"
+    analysis, doc = _render(
+        started.partial, info, outcomes, started.environment, experiments, efficiency
+    )
+    final = rundir.finalize(started.partial.parent, started.run_id)
+    return RunResult(started.run_id, final, info.status, doc, outcomes, analysis)
+
+
+def execute(opts: RunOptions, now: float | None = None) -> RunResult:
+    """Run everything ``opts`` asks for; raise ``rundir.RunDirError`` if nothing can be written."""
+    started = begin(opts, now)
+    partial, info = started.partial, started.info
     outcomes: list[WorkloadOutcome] = []
     try:
         outcomes = run_all(opts, partial)
     except KeyboardInterrupt as exc:
-        info.status = "interrupted"
-        info.finished = time.time()
-        analysis, doc = _render(partial, info, collected(partial, opts), environment)
-        return RunResult(run_id, partial, info.status, doc, [], analysis, lifetime.exit_status(exc))
+        return finish_interrupted(started, collected(partial, opts), lifetime.exit_status(exc))
     experiments = None
     efficiency = None
     if opts.experiments:
@@ -248,18 +296,11 @@ def execute(opts: RunOptions, now: float | None = None) -> RunResult:
             efficiency = run_efficiency(opts, partial, opts.efficiency_overrides)
         except KeyboardInterrupt as exc:
             # What finished is kept, the rest is not started; the run stays .partial.
-            info.status = "interrupted"
             info.notes.append(f"interrupted during the {stage} process")
-            info.finished = time.time()
-            analysis, doc = _render(partial, info, outcomes, environment, experiments, efficiency)
-            return RunResult(
-                run_id, partial, info.status, doc, outcomes, analysis, lifetime.exit_status(exc)
+            return finish_interrupted(
+                started, outcomes, lifetime.exit_status(exc), experiments, efficiency
             )
-    info.finished = time.time()
-    info.status = "ok" if all(o.status == "ok" for o in outcomes) else "failed"
-    analysis, doc = _render(partial, info, outcomes, environment, experiments, efficiency)
-    final = rundir.finalize(opts.out_root, run_id)
-    return RunResult(run_id, final, info.status, doc, outcomes, analysis)
+    return finish(started, outcomes, experiments, efficiency)
 
 
 def collected(run_dir: Path, opts: RunOptions) -> list[WorkloadOutcome]:

@@ -314,6 +314,34 @@ def _merge(first: WorkloadTrace, again: WorkloadTrace, repeat: int) -> WorkloadT
     return replace(first, phases=tuple(phases))
 
 
+def worker_spec(
+    spec: WorkloadSpec,
+    params: Params,
+    opts: RunOptions,
+    wdir: Path,
+    tbdir: Path,
+    phases: list[str],
+    script_extra: dict[str, Any] | None = None,
+) -> WorkerSpec:
+    """What the workload's process (or an in-process run) is given; creates its folders."""
+    wdir.mkdir(parents=True, exist_ok=True)
+    tbdir.mkdir(parents=True, exist_ok=True)
+    options = dict(opts.options)
+    if isinstance(spec, ScriptSpec):
+        options["script"] = {**spec.worker_options(), **(script_extra or {})}
+    return WorkerSpec(
+        workload=spec.name if isinstance(spec, ScriptSpec) else spec.ref,
+        params=params.as_dict(),
+        phases=phases,
+        workload_dir=str(wdir.resolve()),
+        tensorboard_dir=str(tbdir.resolve()),
+        warmup_steps=opts.warmup_steps,
+        metric_points=opts.metric_points,
+        phase_steps=dict(opts.phase_steps),
+        options=options,
+    )
+
+
 def _one_run(
     spec: WorkloadSpec,
     params: Params,
@@ -326,24 +354,10 @@ def _one_run(
     script_extra: dict[str, Any],
 ) -> WorkloadOutcome:
     """One process of the workload, in ``wdir``; what it left, whatever happened."""
-    wdir.mkdir(parents=True, exist_ok=True)
-    tbdir.mkdir(parents=True, exist_ok=True)
+    wspec = worker_spec(spec, params, opts, wdir, tbdir, phases, script_extra)
+    options = wspec.options
     script = isinstance(spec, ScriptSpec)
-    options = dict(opts.options)
-    if isinstance(spec, ScriptSpec):
-        options["script"] = {**spec.worker_options(), **script_extra}
     timeout_s = opts.script_timeout_s if script else opts.timeout_s
-    wspec = WorkerSpec(
-        workload=spec.name if script else spec.ref,
-        params=params.as_dict(),
-        phases=phases,
-        workload_dir=str(wdir.resolve()),
-        tensorboard_dir=str(tbdir.resolve()),
-        warmup_steps=opts.warmup_steps,
-        metric_points=opts.metric_points,
-        phase_steps=dict(opts.phase_steps),
-        options=options,
-    )
     spec_path = wdir / "worker-spec.json"
     rundir.atomic_write_text(spec_path, wspec.to_json())
     heartbeat: dict[str, int] = {}

@@ -52,6 +52,8 @@ class WhatIfPhase(Phase):
 
         if not isinstance(spec, ScriptSpec):
             return "the case study's fixes are its hand-written experiment pairs"
+        if not spec.uses_tensorflow:
+            return f"{spec.framework} workload: every what-if is a TensorFlow fix"
         return None
 
     def _variants(self, ctx: PhaseContext) -> list[Any]:

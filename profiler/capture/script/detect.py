@@ -353,12 +353,14 @@ def _fit_parameters(fit: Callable[..., Any]) -> tuple[str, ...]:
 
 
 class Patches:
-    """The framework patches: applied when their module is imported, recorded for the notes."""
+    """The framework patches: applied when their module is imported, recorded for the notes,
+    taken back by ``restore`` (a run inside a live process leaves it as it found it)."""
 
     def __init__(self, driver: StepDriver) -> None:
         self.driver = driver
         self.applied: list[str] = []
-        self.originals: dict[str, Any] = {}
+        #: (class, attribute, its own value before the patch), in patch order.
+        self.originals: list[tuple[type, str, Any]] = []
 
     def hooks(self) -> dict[str, Callable[[ModuleType], None]]:
         return {
@@ -368,36 +370,39 @@ class Patches:
             _DATASET: self.dataset,
         }
 
+    def _set(self, cls: type, name: str, wrap: Callable[[Any], Any]) -> None:
+        own = vars(cls)[name]
+        self.originals.append((cls, name, own))
+        setattr(cls, name, wrap(own))
+
+    def restore(self) -> None:
+        """Every patched attribute back to what it was, last patch first."""
+        while self.originals:
+            cls, name, own = self.originals.pop()
+            setattr(cls, name, own)
+
     def session(self, module: ModuleType) -> None:
-        cls = module.BaseSession
-        self.originals["session_run"] = vars(cls)["run"]
-        cls.run = wrap_session_run(vars(cls)["run"], self.driver)
+        self._set(module.BaseSession, "run", lambda f: wrap_session_run(f, self.driver))
         self.applied.append("tf1_session: BaseSession.run")
 
     def function(self, module: ModuleType) -> None:
-        cls = module.Function
-        self.originals["function_call"] = vars(cls)["__call__"]
-        cls.__call__ = wrap_function_call(vars(cls)["__call__"], self.driver)
+        self._set(module.Function, "__call__", lambda f: wrap_function_call(f, self.driver))
         self.applied.append("tf_function: Function.__call__")
 
     def keras(self, module: ModuleType) -> None:
         cls = module.TensorFlowTrainer
-        self.originals["fit"] = vars(cls)["fit"]
-        cls.fit = wrap_fit(vars(cls)["fit"], self.driver)
-        cls.evaluate = _blocked(vars(cls)["evaluate"], self.driver, "evaluate")
-        cls.predict = _blocked(vars(cls)["predict"], self.driver, "predict")
-        for name in ("predict_on_batch", "test_on_batch"):
+        d = self.driver
+        self._set(cls, "fit", lambda f: wrap_fit(f, d))
+        for name in ("evaluate", "predict", "predict_on_batch", "test_on_batch"):
             if name in vars(cls):
-                setattr(cls, name, _blocked(vars(cls)[name], self.driver, name))
+                self._set(cls, name, functools.partial(_blocked, driver=d, name=name))
         self.applied.append(
             "keras_fit: TensorFlowTrainer.fit (evaluate, predict, predict_on_batch, test_on_batch: "
             "no steps)"
         )
 
     def dataset(self, module: ModuleType) -> None:
-        cls = module.DatasetV2
-        self.originals["dataset_iter"] = vars(cls)["__iter__"]
-        cls.__iter__ = wrap_dataset_iter(vars(cls)["__iter__"], self.driver)
+        self._set(module.DatasetV2, "__iter__", lambda f: wrap_dataset_iter(f, self.driver))
         self.applied.append("tf_data: DatasetV2.__iter__ (the pipelines iterated)")
 
 

@@ -218,6 +218,8 @@ class Schedule:
             heavy framework is loaded).
         script_span: returns (start, end) of the script's run once it has ended.
         write: called with the outcome after every phase (partial traces).
+        live: the code runs in the caller's process (``profiler.capture.live``): no
+            ``--repeat`` to suggest.
     """
 
     def __init__(
@@ -240,8 +242,10 @@ class Schedule:
         script_span: Callable[[], tuple[int, int]],
         write: Callable[[Outcome], None],
         expected_steps: int | None = None,
+        live: bool = False,
     ) -> None:
         self.spec = spec
+        self.live = live
         self.driver = driver
         order = {name: i for i, name in enumerate(SCRIPT_ORDER)}
         self.phases = sorted(phases, key=lambda p: order.get(p.name, len(order)))
@@ -448,6 +452,13 @@ class Schedule:
 
     def _ended(self, where: str) -> str:
         d = self.driver
+        if self.live:
+            if d.end_reason == "max_steps":
+                return f"the measured steps ended after {d.done} steps {where}: measure more"
+            return (
+                f"the code ended after {d.done} steps {where}: give max_steps=N (the steps "
+                "it runs) so that the windows fit into them, or run it longer"
+            )
         if d.end_reason == "max_steps":
             return (
                 f"--max-steps {self.max_steps} reached {where}: a larger --max-steps, or "

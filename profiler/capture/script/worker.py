@@ -144,6 +144,8 @@ class ScriptRun:
         self.schedule: Schedule | None = None
         self.in_script = False
         self.stop_requested = False
+        #: Inside the caller's process (``profiler.capture.live``), not a process of its own.
+        self.live = False
 
     # --- set-up -----------------------------------------------------------------------------
 
@@ -378,6 +380,11 @@ class ScriptRun:
         print(full, file=sys.stderr)
         tail = script_traceback(exc, ERROR_TAIL_LINES)
         head = f"the script raised {type(exc).__name__} after {steps} steps"
+        if "not compatible with eager execution" in str(exc) and not self.opts.get("graph_mode"):
+            head += (
+                "; it is TensorFlow 1 graph code, which TensorFlow 2 runs eagerly: --graph-mode "
+                "(--tf1) runs it as TensorFlow 1 did"
+            )
         if self.stdin is not None and self.stdin.was_read:
             head += (
                 "; it read standard input, which is not connected (it got end of file): give "
@@ -399,6 +406,8 @@ class ScriptRun:
             hint = self.loops.suggestion() if self.loops is not None else ""
             if hint:
                 message += f"; {hint}"
+        elif out.missed and self.live:
+            message += f"; {' and '.join(out.missed)} got no steps (see the phases)"
         elif out.missed:
             message += (
                 f"; {' and '.join(out.missed)} got no steps: --repeat 1 measures "
