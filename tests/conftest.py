@@ -53,7 +53,7 @@ def suite_run(tmp_path_factory: pytest.TempPathFactory):
         out_root=out,
         timeout_s=300,
         progress=False,
-        options={"time_scale": 0.4},
+        options={"time_scale": 0.2},
         experiments=True,
         sweep_sizes=[10, 1_000, 10_000],
         experiment_overrides={"blocks": 4, "block_s": 0.05},

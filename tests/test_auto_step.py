@@ -100,7 +100,7 @@ print(len(out))
 
 @pytest.mark.tf
 def test_a_predict_loop_without_training_is_found(tmp_path: Path):
-    w = _auto(tmp_path, "predict_loop.py", PREDICT, "--max-steps", "60")
+    w = _auto(tmp_path, "predict_loop.py", PREDICT, "--max-steps", "60", "--phases", "timed")
     assert w["script"]["auto_step"]["chosen_line"] == _line(PREDICT, "for i in range(400):")
     calls = w["script"]["keras_calls"]["predict"]
     assert calls["calls"] >= 60 and calls["samples"] == calls["sized"]

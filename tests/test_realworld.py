@@ -62,7 +62,6 @@ CASES = (
         "keras_fashion_predict_loop.py",
         "predict_in_loop",
         fix_has=("model(x, training=False)",),
-        quick=True,
         cost=r"([\d,.]+) ms a call",
     ),
     Case("keras_fashion_predict_loop_fixed.py", "", silent=("predict_in_loop",)),
