@@ -32,19 +32,34 @@ def python_env() -> dict[str, str]:
     return env
 
 
+#: One workload of each framework, one seed pair (experiments), the size sweep's two, and a
+#: numpy and a Keras implementation of the efficiency study: every chart of the report.
+LIVE_SUITE = (
+    "numpy_gd",
+    "tf1_gd",
+    "tf1_gd_f32feed",
+    "tf2_function_step",
+    "adam_minibatch",
+    "keras_adam",
+)
+
+
 @pytest.fixture(scope="session")
 def suite_run(tmp_path_factory: pytest.TempPathFactory):
-    """The whole default suite, every phase, experiments and efficiency, on short budgets.
+    """A run of every kind of workload of the default suite (``LIVE_SUITE``), every phase,
+    experiments and efficiency, on short budgets.
 
-    One real run shared by the tests that check a run end to end (schema, attribution,
-    diagnoses, the report in a browser). About a minute and a half on 2 cores.
+    One real run shared by the tests that check a run end to end (every workload and phase
+    ran, the report in a browser); the whole suite's analysis is checked on the recorded run
+    (``tests.recorded``), and ``make profile`` / ``make soak`` run it whole. About a minute on
+    2 cores.
     """
     from profiler import workloads
     from profiler.capture.phases import registry
     from profiler.processes import pipeline
     from profiler.processes.runner import RunOptions
 
-    specs = [workloads.get(n) for n in workloads.default_suite()]
+    specs = [workloads.get(n) for n in LIVE_SUITE]
     out = tmp_path_factory.mktemp("suite") / "runs"
     opts = RunOptions(
         workloads=specs,

@@ -77,7 +77,7 @@ print(float(loss))
 
 @pytest.mark.tf
 def test_an_eager_loop_over_a_dataset_is_found_and_named_eager(tmp_path: Path):
-    w = _auto(tmp_path, "eager_loop.py", EAGER)
+    w = _auto(tmp_path, "eager_loop.py", EAGER, "--max-steps", "500")
     assert w["script"]["auto_step"]["chosen_line"] == _line(EAGER, "for xb, yb in ds:")
     assert w["script"]["detection"]["mode"] == "eager"
     # The iterator's next() is part of each step; the eager ops run in it.

@@ -70,7 +70,6 @@ CASES = (
         "input_bound",
         fix_has=(".cache() right after map(mapped_function)", "hard_preprocessing"),
         silent=("overhead_bound_keras",),
-        quick=True,
         cost="cost_us",
     ),
     Case(

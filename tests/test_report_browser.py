@@ -37,8 +37,10 @@ def page_in_browser(suite_run, keep_dir):
         )
         rendered = int(page.evaluate("document.body.getAttribute('data-charts-rendered')"))
         plots = page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
-        # Hover over the stacked bar chart's first bar: Plotly shows the value.
-        box = page.locator("#chart-steps .barlayer .point path").first.bounding_box()
+        # Hover over the stacked bar chart's tallest bar: Plotly shows the value.
+        bars = page.locator("#chart-steps .barlayer .point path")
+        boxes = [bars.nth(i).bounding_box() for i in range(bars.count())]
+        box = max((b for b in boxes if b), key=lambda b: b["height"])
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.wait_for_selector("#chart-steps .hoverlayer .hovertext", timeout=5_000)
         hover = page.locator("#chart-steps .hoverlayer .hovertext").first.text_content()

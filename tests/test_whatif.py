@@ -38,6 +38,13 @@ def test_tf1_session_run_through_a_native_callable_saves_what_was_predicted(tmp_
     assert x["keeps_results"] and "max difference 0" in x["results_check"]
     assert "what would fix it, measured on your loop:" in stdout
     assert any("Measured on your loop" in d["fix"] for d in _findings(tmp_path, w))
+    # The seed feeds the same float64 arrays to float32 placeholders every step: converted
+    # once instead, the per-step cast goes (its prediction: the attribution's cast part).
+    once = found["tf1_feeds_once"]
+    assert once["status"] == "ok" and once["removes"] == ["feed_fetch.cast"]
+    assert "tf_x_data" in once["title"] and "tf_y_data" in once["title"]
+    assert once["keeps_results"] and "bit for bit" in once["results_check"]
+    assert once["measured_saving_us"] is not None and once["verdict"] in ("holds", "misses")
 
 
 def _findings(tmp_path: Path, w: dict) -> list[dict]:
@@ -73,7 +80,7 @@ print(float(loss))
 @pytest.mark.slow
 def test_a_retraced_python_number_passed_as_a_tensor_removes_the_tracing(tmp_path: Path):
     script = write(tmp_path, "retrace.py", RETRACING)
-    w, found, _ = _whatifs(tmp_path, str(script))
+    w, found, _ = _whatifs(tmp_path, "--phases", "timed,hooks,whatif", str(script))
     x = found["tensor_args"]
     assert x["status"] == "ok", x
     assert "step" in x["title"] and x["removes"] == ["tracing"]
@@ -114,7 +121,16 @@ def test_an_eager_step_in_tf_function_runs_only_with_whatif_all(tmp_path: Path):
     assert "--whatif all" in not_run["eager_function"]
     other = tmp_path / "all"
     other.mkdir()
-    w, found, _ = _whatifs(other, "--whatif", "all", "--max-steps", "1200", str(script))
+    w, found, _ = _whatifs(
+        other,
+        "--whatif",
+        "all",
+        "--phases",
+        "timed,hooks,whatif",
+        "--max-steps",
+        "1200",
+        str(script),
+    )
     x = found["eager_function"]
     assert x["status"] == "ok" and not x["keeps_results"]
     assert x["title"] == "train_step wrapped in tf.function"
@@ -147,3 +163,40 @@ def test_no_whatif_skips_the_phase(tmp_path: Path):
     assert out.returncode == 0, out.stderr
     p = phase(workload(only_run(tmp_path)), "whatif")
     assert p["status"] == "skipped" and p["reason"] == "--no-whatif"
+
+
+FUNCTION_STEP = """
+import tensorflow as tf
+
+w = tf.Variable(tf.zeros((32, 1)))
+x = tf.random.normal((128, 32))
+
+
+@tf.function
+def train_step():
+    with tf.GradientTape() as tape:
+        h = tf.tanh(x @ tf.ones((32, 32))) * 0.5 + 0.1
+        loss = tf.reduce_mean((h @ w - 1.0) ** 2)
+    w.assign_sub(0.01 * tape.gradient(loss, w))
+    return loss
+
+
+for step in range(100000):
+    loss = train_step()
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_a_tf_function_step_compiled_with_xla_is_measured_on_the_loop(tmp_path: Path):
+    script = write(tmp_path, "function_step.py", FUNCTION_STEP)
+    w, found, _ = _whatifs(tmp_path, "--max-steps", "3000", str(script))
+    x = found["function_jit"]
+    assert x["title"] == "train_step compiled with XLA (tf.function(jit_compile=True))"
+    assert x["removes"] == ["dispatch.per_op"] and x["keeps_results"]
+    # XLA compiles it on this machine: measured in blocks, with a verdict on the prediction.
+    assert x["status"] == "ok", x
+    assert x["pairs"] >= 1 and x["baseline_us"] > 0 and x["variant_us"] > 0
+    assert x["verdict"] in ("holds", "misses")
+    # The script's own function is untouched after the phase: its later steps trace no more.
+    assert [f["retraces"] for f in w["script"]["functions"] if f["name"] == "train_step"] == [0]

@@ -27,7 +27,9 @@ CHECK_RTOL = 1e-6
 
 #: Ids of the what-ifs, in the order they run.
 TF1_CALLABLE = "tf1_callable"
+TF1_FEEDS_ONCE = "tf1_feeds_once"
 TENSOR_ARGS = "tensor_args"
+FUNCTION_JIT = "function_jit"
 KERAS_JIT = "keras_jit"
 EAGER_FUNCTION = "eager_function"
 
@@ -62,7 +64,9 @@ def candidates(
     not_run: list[tuple[str, str]] = []
     builders: list[tuple[str, Callable[[], Variant | str]]] = [
         (TF1_CALLABLE, lambda: tf1_callable(driver)),
+        (TF1_FEEDS_ONCE, lambda: tf1_feeds_once(driver)),
         (TENSOR_ARGS, lambda: tensor_args(driver)),
+        (FUNCTION_JIT, lambda: function_jit(driver)),
         (KERAS_JIT, lambda: keras_jit(driver)),
         (EAGER_FUNCTION, lambda: eager_function(driver, script_globals)),
     ]
@@ -203,6 +207,76 @@ def tf1_callable(driver: StepDriver) -> Variant | str:
     return variant
 
 
+# --- TF1: arrays fed every step converted once ---------------------------------------------------
+
+
+def tf1_feeds_once(driver: StepDriver) -> Variant | str:
+    """The step feeds the same arrays every step in another dtype than their placeholders':
+    each converted once to the placeholder's dtype, and that array fed from then on (what
+    ``session.run`` converts at every call, done once)."""
+    facts = driver.facts
+    session, call = facts.session, facts.session_call
+    if session is None or call is None:
+        return "no session.run step"
+    if facts.same_feeds is not True:
+        return "the step does not feed the same arrays every step"
+    args, kwargs = call
+    feeds = kwargs.get("feed_dict", args[1] if len(args) > 1 else None) or {}
+    if not isinstance(feeds, dict) or not feeds:
+        return "the step feeds nothing"
+    import numpy as np
+
+    graph = session.graph
+    converted: dict[int, tuple[Any, Any]] = {}
+    for key, value in feeds.items():
+        dtype = graph.as_graph_element(key).dtype.as_numpy_dtype
+        if isinstance(value, np.ndarray) and value.dtype != dtype:
+            converted[id(key)] = (value, np.asarray(value, dtype=dtype))
+    if not converted:
+        return "every fed array is already of its placeholder's dtype"
+
+    def run(original: Callable[..., Any], sess: Any, a: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        fd = kw.get("feed_dict", a[1] if len(a) > 1 else None)
+        if sess is not session or not isinstance(fd, dict):
+            return original(sess, *a, **kw)
+        swapped = {}
+        for k, v in fd.items():
+            seen = converted.get(id(k))
+            # The very array converted before (its content is checked once per switch-on).
+            swapped[k] = seen[1] if seen is not None and seen[0] is v else v
+        if len(a) > 1:
+            return original(sess, a[0], swapped, *a[2:], **kw)
+        return original(sess, *a, **{**kw, "feed_dict": swapped})
+
+    def on() -> None:
+        if variant.errors:
+            return
+        for value, once in converted.values():
+            if not np.array_equal(np.asarray(value, dtype=once.dtype), once):
+                variant.errors.append("a fed array changed since it was converted")
+                return
+        variant.check = (
+            f"{len(converted)} fed array(s) converted once equal session.run's own conversion "
+            "of them, bit for bit: the same values reach the graph"
+        )
+        driver.variant_run = run
+
+    def off() -> None:
+        driver.variant_run = None
+
+    names = ", ".join(sorted(str(getattr(k, "name", k)) for k in feeds if id(k) in converted))
+    variant = Variant(
+        TF1_FEEDS_ONCE,
+        f"the arrays fed to {names} converted once to the placeholders' dtype, not every step",
+        ("feed_fetch.cast",),
+        True,
+        "the same values, converted once instead of at every session.run",
+        on,
+        off,
+    )
+    return variant
+
+
 # --- tf.function: the retraced argument as a tensor ----------------------------------------------
 
 
@@ -266,6 +340,58 @@ _NUMBERS = ("a Python int", "a Python float", "a Python bool")
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float))  # bool included: tf.function retraces on each too
+
+
+# --- tf.function: XLA ---------------------------------------------------------------------------
+
+
+def function_jit(driver: StepDriver) -> Variant | str:
+    """The tf.function the steps call most, called as a ``jit_compile=True`` twin of itself
+    (the same Python function, so the same variables): XLA fuses its ops."""
+    best = None
+    for s in driver.facts.functions.values():
+        if s.calls and (best is None or s.calls > best.calls):
+            best = s
+    if best is None or best.ref is None:
+        return "no tf.function step"
+    fn = best.ref
+    if getattr(fn, "_jit_compile", None):
+        return f"{best.name} already compiles with XLA (jit_compile=True)"
+    if best.traces >= 2:
+        return f"{best.name} retraces: a trace per XLA compile would cost more (tensor_args)"
+    python_function = getattr(fn, "python_function", None)
+    if python_function is None:
+        return f"{best.name} has no Python function to compile again"
+    import tensorflow as tf
+
+    twin = tf.function(python_function, jit_compile=True, reduce_retracing=True)
+
+    def on() -> None:
+        if variant.errors:
+            return
+        if best.last_call is not None:
+            # Compiled once first: a function XLA cannot compile fails here, not in a step.
+            try:
+                a, kw = best.last_call
+                twin.get_concrete_function(*a, **kw)
+            except Exception as exc:
+                variant.errors.append(_error(exc))
+                return
+        driver.variant_calls[id(fn)] = twin
+
+    def off() -> None:
+        driver.variant_calls.pop(id(fn), None)
+
+    variant = Variant(
+        FUNCTION_JIT,
+        f"{best.name} compiled with XLA (tf.function(jit_compile=True))",
+        ("dispatch.per_op",),
+        True,
+        "the same computation; XLA may change the last bits of float results",
+        on,
+        off,
+    )
+    return variant
 
 
 # --- Keras fit: XLA ------------------------------------------------------------------------------

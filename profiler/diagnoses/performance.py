@@ -630,7 +630,8 @@ RULES: tuple[Rule, ...] = (
 #: The what-if that measures a finding's fix on the user's loop (``profiler.capture.whatifs``).
 WHATIF_FOR: dict[str, tuple[str, ...]] = {
     "overhead_bound_session": ("tf1_callable",),
-    "feed_dict_same_arrays": ("tf1_callable",),
+    "feed_dict_same_arrays": ("tf1_feeds_once", "tf1_callable"),
+    "overhead_bound_function": ("function_jit",),
     "feed_dict_batches": ("tf1_callable",),
     "retracing": ("tensor_args",),
     "steady_tracing": ("tensor_args",),

@@ -407,7 +407,8 @@ class WhatIfResult:
     baseline and variant steps (``profiler.capture.phases.whatif``).
 
     Attributes:
-        id: ``tf1_callable``, ``tensor_args``, ``keras_jit``, ``eager_function`` ...
+        id: ``tf1_callable``, ``tf1_feeds_once``, ``tensor_args``, ``function_jit``, ``keras_jit``,
+            ``eager_function`` ...
         title: what it changes, in words (naming the script's own objects).
         removes: the attribution's categories or parts it removes: its predicted saving.
         keeps_results: whether the training's results stay the same (else it runs only with

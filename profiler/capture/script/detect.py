@@ -83,7 +83,7 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
     step_call = wrap_call(fn, driver, "tf_function")
     ident, main = threading.get_ident, d.main
 
-    variants = d.variant_args
+    variants, swaps = d.variant_args, d.variant_calls
 
     @functools.wraps(fn)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -93,6 +93,10 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
             transform = variants.get(id(self))
             if transform is not None:
                 args, kwargs = transform(args, kwargs)
+        if swaps:
+            twin = swaps.get(id(self))
+            if twin is not None:
+                return step_call(twin, *args, **kwargs)
         s = stats.get(id(self))
         if s is None:
             name = getattr(getattr(self, "python_function", None), "__qualname__", "function")

@@ -271,6 +271,8 @@ class StepDriver:
         #: tf.function (by id) a transform of its arguments.
         self.variant_run: Callable[..., Any] | None = None
         self.variant_args: dict[int, Callable[..., Any]] = {}
+        #: tf.functions called in another's place (id of the script's -> the one called).
+        self.variant_calls: dict[int, Any] = {}
         #: The script's module globals (a what-if swaps its step function there).
         self.script_globals: dict[str, Any] | None = None
         self.wrap: StepWrapper | None = None
