@@ -32,15 +32,15 @@ def python_env() -> dict[str, str]:
     return env
 
 
-#: One workload of each framework, one seed pair (experiments), the size sweep's two, and a
-#: numpy and a Keras implementation of the efficiency study: every chart of the report.
+#: numpy, TF1 and TF2 workloads, one seed pair (experiments), the size sweep's two, and an
+#: implementation of the efficiency study: every chart of the report. (Keras fit end to end:
+#: tests/test_script_fit.py, tests/test_live.py; every workload: the recorded run.)
 LIVE_SUITE = (
     "numpy_gd",
     "tf1_gd",
     "tf1_gd_f32feed",
     "tf2_function_step",
     "adam_minibatch",
-    "keras_adam",
 )
 
 

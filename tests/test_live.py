@@ -78,8 +78,10 @@ def test_a_with_block_around_a_numpy_loop_writes_the_run_and_gives_the_attributi
     # The object is the summary's attribution: categories sum to the typical step.
     assert sum(got["categories"].values()) == got["step_ns"]
     assert got["step_ns"] / 1e3 == pytest.approx(w["attribution"]["reference_us"], abs=0.001)
-    # numpy's kernels need --native samples: sampled with it, they are measured.
-    assert got["categories"]["python"] > 0 and "compute" in got["categories"]
+    # numpy's kernels need --native samples: sampled with it, every category is measured
+    # (how the few samples of a 0.1 s block split is not asserted).
+    assert got["not_measured"] == {} and set(got["categories"]) >= {"compute", "python"}
+    assert got["categories"]["compute"] + got["categories"]["dispatch"] > 0
     assert (tmp_path / got["report"]).resolve() == (run / "report.html").resolve()
     assert "µs per step" in got["text"]
     assert (tmp_path / "runs" / "latest").resolve() == run.resolve()
