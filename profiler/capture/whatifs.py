@@ -29,6 +29,7 @@ CHECK_RTOL = 1e-6
 TF1_CALLABLE = "tf1_callable"
 TF1_FEEDS_ONCE = "tf1_feeds_once"
 TENSOR_ARGS = "tensor_args"
+REDUCE_RETRACING = "reduce_retracing"
 FUNCTION_JIT = "function_jit"
 KERAS_JIT = "keras_jit"
 EAGER_FUNCTION = "eager_function"
@@ -66,6 +67,7 @@ def candidates(
         (TF1_CALLABLE, lambda: tf1_callable(driver)),
         (TF1_FEEDS_ONCE, lambda: tf1_feeds_once(driver)),
         (TENSOR_ARGS, lambda: tensor_args(driver)),
+        (REDUCE_RETRACING, lambda: reduce_retracing(driver)),
         (FUNCTION_JIT, lambda: function_jit(driver)),
         (KERAS_JIT, lambda: keras_jit(driver)),
         (EAGER_FUNCTION, lambda: eager_function(driver, script_globals)),
@@ -329,6 +331,50 @@ def tensor_args(driver: StepDriver) -> Variant | str:
         ("tracing",),
         True,
         f"the same values of {listed}, as tensors",
+        on,
+        off,
+    )
+    return variant
+
+
+def reduce_retracing(driver: StepDriver) -> Variant | str:
+    """A tf.function that retraces on tensors of changing shapes, called as a twin made with
+    ``reduce_retracing=True`` (the same Python function): it traces a function general enough
+    for the shapes seen, not one per shape."""
+    best = None
+    for s in driver.facts.functions.values():
+        shapes = [n for n, (_t, what) in s.changed.items() if what == "a tensor"]
+        if s.traces >= 2 and shapes and (best is None or s.traces > best[0].traces):
+            best = (s, shapes)
+    if best is None:
+        return "no tf.function retraced on tensors of new shapes"
+    stats, names = best
+    fn = stats.ref
+    python_function = getattr(fn, "python_function", None)
+    if python_function is None:
+        return f"{stats.name} has no Python function to trace again"
+    import tensorflow as tf
+
+    twin = tf.function(
+        python_function,
+        reduce_retracing=True,
+        jit_compile=getattr(fn, "_jit_compile", None),
+    )
+
+    def on() -> None:
+        if not variant.errors:
+            driver.variant_calls[id(fn)] = twin
+
+    def off() -> None:
+        driver.variant_calls.pop(id(fn), None)
+
+    listed = ", ".join(names)
+    variant = Variant(
+        REDUCE_RETRACING,
+        f"{stats.name} traced with reduce_retracing=True ({listed} change shape)",
+        ("tracing",),
+        True,
+        f"the same computation on the same {listed}; shapes generalised, not values",
         on,
         off,
     )
