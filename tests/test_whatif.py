@@ -86,7 +86,8 @@ def test_a_retraced_python_number_passed_as_a_tensor_removes_the_tracing(tmp_pat
     assert "step" in x["title"] and x["removes"] == ["tracing"]
     assert x["measured_saving_us"] > 0 and x["predicted_saving_us"] > 0
     assert x["variant_us"] < 0.5 * x["baseline_us"]  # a trace per step is most of it
-    assert x["keeps_results"]
+    # One step from the same state, both ways: the loss and the variables come out the same.
+    assert x["keeps_results"] and "variables equal the function's" in x["results_check"]
 
 
 EAGER = """
@@ -194,6 +195,7 @@ def test_a_tf_function_step_compiled_with_xla_is_measured_on_the_loop(tmp_path: 
     x = found["function_jit"]
     assert x["title"] == "train_step compiled with XLA (tf.function(jit_compile=True))"
     assert x["removes"] == ["dispatch.per_op"] and x["keeps_results"]
+    assert "variables equal the function's" in x["results_check"]  # within XLA's tolerance
     # XLA compiles it on this machine: measured in blocks, with a verdict on the prediction.
     assert x["status"] == "ok", x
     assert x["pairs"] >= 1 and x["baseline_us"] > 0 and x["variant_us"] > 0
@@ -231,6 +233,7 @@ def test_a_function_retraced_on_new_shapes_gets_reduce_retracing(tmp_path: Path)
     assert x["status"] == "ok", x
     assert x["title"] == "train_step traced with reduce_retracing=True (x change shape)"
     assert x["removes"] == ["tracing"] and x["keeps_results"]
+    assert "variables equal the function's" in x["results_check"]
     # A trace per step is most of the step; the generalised function traces once or twice.
     assert x["variant_us"] < 0.5 * x["baseline_us"]
     assert x["measured_saving_us"] > 0 and x["predicted_saving_us"] > 0

@@ -52,6 +52,22 @@ class Variant:
     check: str = ""
 
 
+def _check_once(variant: Variant, run: Callable[[], tuple[bool, str]]) -> None:
+    """The variant's results check, the first time it is switched in (a check that cannot run
+    says so; it never switches the variant off)."""
+    if variant.check:
+        return
+    try:
+        _same, variant.check = run()
+    except Exception as exc:
+        variant.check = f"not checked ({_error(exc)})"
+    variant.check = variant.check or "not checked"
+
+
+def _call(raw: Callable[..., Any], fn: Any, call: tuple[tuple[Any, ...], dict[str, Any]]) -> Any:
+    return raw(fn, *call[0], **call[1])
+
+
 def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc) else ''}"
 
@@ -84,6 +100,60 @@ def candidates(
         else:
             found.append(got)
     return found, not_run
+
+
+#: Relative tolerance of a results check through XLA (it may reorder float arithmetic).
+XLA_RTOL = 1e-4
+
+
+def function_check(
+    driver: StepDriver,
+    fn: Any,
+    call: tuple[tuple[Any, ...], dict[str, Any]],
+    other: Callable[[Callable[..., Any]], Any],
+    rtol: float = CHECK_RTOL,
+) -> tuple[bool, str]:
+    """One step of ``fn`` on its last arguments against the variant's step (``other(raw)``,
+    given TensorFlow's own ``Function.__call__``) from the same state: the returned values and
+    every variable the function captures, compared; the variables are put back after each, so
+    the check takes no step of the training. (same, what was compared with the figures)."""
+    import numpy as np
+
+    raw = driver.raw_function_call
+    if raw is None:
+        return True, ""
+    args, kwargs = call
+    variables = list(fn.get_concrete_function(*args, **kwargs).variables)
+    saved = [v.numpy() for v in variables]
+
+    def step(run: Callable[[], Any]) -> list[Any]:
+        import tensorflow as tf
+
+        out = run()
+        values = [np.asarray(t) for t in tf.nest.flatten(out) if hasattr(t, "numpy")]
+        values += [v.numpy() for v in variables]
+        for v, s in zip(variables, saved, strict=True):
+            v.assign(s)
+        return values
+
+    want = step(lambda: raw(fn, *args, **kwargs))
+    got = step(lambda: other(raw))
+    pairs = list(zip(want, got, strict=False))
+    if len(want) != len(got) or any(np.shape(a) != np.shape(b) for a, b in pairs):
+        return False, "the variant's step returned other values than the function's"
+    worst = max(
+        (float(np.max(np.abs(a.astype(float) - b.astype(float)))) for a, b in pairs if a.size),
+        default=0.0,
+    )
+    scale = max((float(np.max(np.abs(a.astype(float)))) for a in want if a.size), default=0.0)
+    scale = scale or 1.0
+    same = worst <= rtol * scale
+    text = (
+        f"one step from the same state: the returned values and {len(variables)} variables "
+        f"{'equal' if same else 'differ from'} the function's (max difference {worst:.3g}, "
+        f"tolerance {rtol:g} x {scale:.3g})"
+    )
+    return same, text
 
 
 # --- TF1: the step's session.run as a native callable -------------------------------------------
@@ -319,6 +389,16 @@ def tensor_args(driver: StepDriver) -> Variant | str:
             except Exception as exc:
                 variant.errors.append(_error(exc))
                 return
+            last = stats.last_call
+            _check_once(
+                variant,
+                lambda: function_check(
+                    driver,
+                    fn,
+                    last,
+                    lambda raw: raw(fn, *transform(*last)[0], **transform(*last)[1]),
+                ),
+            )
         driver.variant_args[id(fn)] = transform
 
     def off() -> None:
@@ -362,8 +442,17 @@ def reduce_retracing(driver: StepDriver) -> Variant | str:
     )
 
     def on() -> None:
-        if not variant.errors:
-            driver.variant_calls[id(fn)] = twin
+        if variant.errors:
+            return
+        last = stats.last_call
+        if last is not None:
+            _check_once(
+                variant,
+                lambda: function_check(
+                    driver, fn, last, lambda raw: raw(twin, *last[0], **last[1])
+                ),
+            )
+        driver.variant_calls[id(fn)] = twin
 
     def off() -> None:
         driver.variant_calls.pop(id(fn), None)
@@ -423,6 +512,13 @@ def function_jit(driver: StepDriver) -> Variant | str:
             except Exception as exc:
                 variant.errors.append(_error(exc))
                 return
+            last = best.last_call
+            _check_once(
+                variant,
+                lambda: function_check(
+                    driver, fn, last, lambda raw: _call(raw, twin, last), XLA_RTOL
+                ),
+            )
         driver.variant_calls[id(fn)] = twin
 
     def off() -> None:

@@ -273,6 +273,8 @@ class StepDriver:
         self.variant_args: dict[int, Callable[..., Any]] = {}
         #: tf.functions called in another's place (id of the script's -> the one called).
         self.variant_calls: dict[int, Any] = {}
+        #: ``Function.__call__`` as TensorFlow defines it (set when it is patched).
+        self.raw_function_call: Callable[..., Any] | None = None
         #: The script's module globals (a what-if swaps its step function there).
         self.script_globals: dict[str, Any] | None = None
         self.wrap: StepWrapper | None = None
