@@ -138,12 +138,13 @@ def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
             )
         )
     kept = "results kept" if x["keeps_results"] else "results may change"
-    checked = x.get("results_check") or "not checked"
+    check = x.get("results_check") or ""
+    checked = f"checked: {check}" if check else "not compared on this loop"
     return {
         "title": x["title"],
         "text": text,
         "verdict": x["verdict"],
-        "results": f"{kept}: {x['results_note']}; checked: {checked}",
+        "results": f"{kept}: {x['results_note']}; {checked}",
         "blocks": f"{x['pairs']} pairs of {x['block_steps']}-step blocks",
     }
 

@@ -237,3 +237,32 @@ def test_a_function_retraced_on_new_shapes_gets_reduce_retracing(tmp_path: Path)
     # A trace per step is most of the step; the generalised function traces once or twice.
     assert x["variant_us"] < 0.5 * x["baseline_us"]
     assert x["measured_saving_us"] > 0 and x["predicted_saving_us"] > 0
+
+
+KERAS_FIT = """
+import numpy as np
+import keras
+
+x = np.random.rand(2048, 16).astype("float32")
+y = np.random.rand(2048, 1).astype("float32")
+model = keras.Sequential(
+    [keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dropout(0.2),
+     keras.layers.Dense(1)]
+)
+model.compile("adam", "mse")
+model.fit(x, y, epochs=20, batch_size=32, verbose=0)
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_fits_own_tf_functions_get_no_function_what_if(tmp_path: Path):
+    # fit's train function is a tf.function whose iterator part XLA cannot compile: only
+    # keras_jit (which compiles the step on the data, as Keras does) applies to a fit.
+    script = write(tmp_path, "fit.py", KERAS_FIT)
+    w, found, _ = _whatifs(tmp_path, "--phases", "timed,whatif", str(script))
+    assert w["script"]["ended"] == "completed"
+    assert "function_jit" not in found and "reduce_retracing" not in found
+    not_run = dict(phase(w, "whatif")["data"]["not_run"])
+    assert "of the script" in not_run["function_jit"]
+    assert "keras_jit" in found

@@ -64,6 +64,28 @@ def _check_once(variant: Variant, run: Callable[[], tuple[bool, str]]) -> None:
     variant.check = variant.check or "not checked"
 
 
+def _swap(variant: Variant, driver: StepDriver, fn: Any, twin: Any) -> Callable[..., Any]:
+    """``driver.variant_calls`` entry: ``twin`` called in ``fn``'s place; if it raises, the
+    variant is off from then on and this step runs ``fn`` as written."""
+
+    def swap(call: Callable[..., Any], own: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        try:
+            return call(twin, *args, **kw)
+        except Exception as exc:
+            variant.errors.append(_error(exc))
+            driver.variant_calls.pop(id(fn), None)
+            return call(own, *args, **kw)
+
+    return swap
+
+
+def _own_function(fn: Any) -> bool:
+    """A tf.function of the script, not one of Keras's or TensorFlow's own (fit's train
+    function is a tf.function too: its what-ifs are Keras's)."""
+    module = getattr(getattr(fn, "python_function", None), "__module__", "") or ""
+    return not module.startswith(("keras", "tensorflow", "tf_keras"))
+
+
 def _call(raw: Callable[..., Any], fn: Any, call: tuple[tuple[Any, ...], dict[str, Any]]) -> Any:
     return raw(fn, *call[0], **call[1])
 
@@ -424,10 +446,15 @@ def reduce_retracing(driver: StepDriver) -> Variant | str:
     best = None
     for s in driver.facts.functions.values():
         shapes = [n for n, (_t, what) in s.changed.items() if what == "a tensor"]
-        if s.traces >= 2 and shapes and (best is None or s.traces > best[0].traces):
+        if (
+            s.traces >= 2
+            and shapes
+            and _own_function(s.ref)
+            and (best is None or s.traces > best[0].traces)
+        ):
             best = (s, shapes)
     if best is None:
-        return "no tf.function retraced on tensors of new shapes"
+        return "no tf.function of the script retraced on tensors of new shapes"
     stats, names = best
     fn = stats.ref
     python_function = getattr(fn, "python_function", None)
@@ -448,11 +475,9 @@ def reduce_retracing(driver: StepDriver) -> Variant | str:
         if last is not None:
             _check_once(
                 variant,
-                lambda: function_check(
-                    driver, fn, last, lambda raw: raw(twin, *last[0], **last[1])
-                ),
+                lambda: function_check(driver, fn, last, lambda raw: _call(raw, twin, last)),
             )
-        driver.variant_calls[id(fn)] = twin
+        driver.variant_calls[id(fn)] = _swap(variant, driver, fn, twin)
 
     def off() -> None:
         driver.variant_calls.pop(id(fn), None)
@@ -485,10 +510,10 @@ def function_jit(driver: StepDriver) -> Variant | str:
     (the same Python function, so the same variables): XLA fuses its ops."""
     best = None
     for s in driver.facts.functions.values():
-        if s.calls and (best is None or s.calls > best.calls):
+        if s.calls and _own_function(s.ref) and (best is None or s.calls > best.calls):
             best = s
     if best is None or best.ref is None:
-        return "no tf.function step"
+        return "no tf.function step of the script (fit's: keras_jit)"
     fn = best.ref
     if getattr(fn, "_jit_compile", None):
         return f"{best.name} already compiles with XLA (jit_compile=True)"
@@ -504,22 +529,18 @@ def function_jit(driver: StepDriver) -> Variant | str:
     def on() -> None:
         if variant.errors:
             return
-        if best.last_call is not None:
-            # Compiled once first: a function XLA cannot compile fails here, not in a step.
+        if best.last_call is not None and not variant.check:
+            # Compiled and run once first, from the step's state (put back after): a function
+            # XLA cannot compile fails here, not in a step of the script.
+            last = best.last_call
             try:
-                a, kw = best.last_call
-                twin.get_concrete_function(*a, **kw)
+                _same, variant.check = function_check(
+                    driver, fn, last, lambda raw: _call(raw, twin, last), XLA_RTOL
+                )
             except Exception as exc:
                 variant.errors.append(_error(exc))
                 return
-            last = best.last_call
-            _check_once(
-                variant,
-                lambda: function_check(
-                    driver, fn, last, lambda raw: _call(raw, twin, last), XLA_RTOL
-                ),
-            )
-        driver.variant_calls[id(fn)] = twin
+        driver.variant_calls[id(fn)] = _swap(variant, driver, fn, twin)
 
     def off() -> None:
         driver.variant_calls.pop(id(fn), None)

@@ -636,8 +636,8 @@ WHATIF_FOR: dict[str, tuple[str, ...]] = {
     "retracing": ("tensor_args", "reduce_retracing"),
     "steady_tracing": ("tensor_args", "reduce_retracing"),
     "overhead_bound_keras": ("keras_jit",),
-    "compute_bound": ("keras_jit",),
-    "compute_bound_peak": ("keras_jit",),
+    "compute_bound": ("keras_jit", "function_jit"),
+    "compute_bound_peak": ("keras_jit", "function_jit"),
     "eager_dispatch": ("eager_function",),
 }
 

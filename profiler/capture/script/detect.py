@@ -94,9 +94,9 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
             if transform is not None:
                 args, kwargs = transform(args, kwargs)
         if swaps:
-            twin = swaps.get(id(self))
-            if twin is not None:
-                return step_call(twin, *args, **kwargs)
+            swap = swaps.get(id(self))
+            if swap is not None:
+                return swap(step_call, self, args, kwargs)
         s = stats.get(id(self))
         if s is None:
             name = getattr(getattr(self, "python_function", None), "__qualname__", "function")

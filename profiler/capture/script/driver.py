@@ -271,8 +271,9 @@ class StepDriver:
         #: tf.function (by id) a transform of its arguments.
         self.variant_run: Callable[..., Any] | None = None
         self.variant_args: dict[int, Callable[..., Any]] = {}
-        #: tf.functions called in another's place (id of the script's -> the one called).
-        self.variant_calls: dict[int, Any] = {}
+        #: tf.functions called another way (id of the script's -> ``swap(call, fn, args,
+        #: kwargs)``, which calls another function in its place, guarded).
+        self.variant_calls: dict[int, Callable[..., Any]] = {}
         #: ``Function.__call__`` as TensorFlow defines it (set when it is patched).
         self.raw_function_call: Callable[..., Any] | None = None
         #: The script's module globals (a what-if swaps its step function there).
