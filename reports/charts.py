@@ -97,6 +97,12 @@ def waterfall(cmp: dict[str, Any]) -> dict[str, Any]:
     level = b["step_us"]
     for c in cmp["order"]:
         d = cmp["difference_us"][c]
+        if d is None:  # not measured in one of the two: no bar, said so
+            base.append(level)
+            delta.append(0.0)
+            colors.append("#bdbdbd")
+            text.append("not measured")
+            continue
         base.append(min(level, level + d))
         delta.append(abs(d))
         colors.append(COLORS[c] if d >= 0 else "#81c784")

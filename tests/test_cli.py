@@ -65,6 +65,8 @@ def test_end_to_end_run_of_the_seed000_pair(tmp_path):
         "workloads.tf1_gd",
         "--steps",
         "300",
+        "--phases",
+        "timed",
         "--out",
         str(tmp_path),
         "--no-progress",

@@ -365,7 +365,7 @@ _GOLDEN_PATHS = [p for p, _v in _paths(json.loads(GOLDEN.read_text())) if p]
 
 
 @settings(
-    max_examples=15,
+    max_examples=10,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

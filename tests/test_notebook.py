@@ -42,7 +42,7 @@ for epoch in range(100_000):
     loss = train_step()
 """,
     "print('kernel state kept:', float(loss) < 1.0)",
-    "%profile_run --out {runs} --tf1 --max-steps 300 {seed}",
+    "%profile_run --out {runs} --tf1 --phases timed --max-steps 300 {seed}",
     """\
 %%profile_loop --out {runs}
 for i in range(100_000):

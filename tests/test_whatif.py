@@ -218,7 +218,7 @@ def train_step(x):
     return loss
 
 
-for step in range(300):
+for step in range(200):
     loss = train_step(tf.ones((8 + step, 8)))  # a new batch size every step
 """
 

@@ -24,9 +24,9 @@ from profiler.processes.runner import RunOptions, WorkloadOutcome
 
 #: A high rate for the numpy run: 1,000+ samples in a few seconds, so shares are known to ~±1%.
 NUMPY_RATE_HZ = 400
-NUMPY_SAMPLED_STEPS = 40_000
+NUMPY_SAMPLED_STEPS = 20_000
 NUMPY_LINES_STEPS = 20_000
-#: 40,000 sampled steps: ~9,000 samples in steps at 400 Hz (120,000 took 55-73 s here with
+#: 20,000 sampled steps: ~4,500 samples in steps at 400 Hz (120,000 took 55-73 s here with
 #: --native's pauses, for the same shares).
 #: Twice the seed's n. At n = 1000 the compute share measured here is 10-16% across runs (the
 #: kernels are ~1.5 µs of a ~13.5 µs step), too close to the 10% floor the test asserts to be

@@ -208,17 +208,29 @@ def _answer_000(summary: Mapping[str, Any]) -> list[str] | None:
     t, n = tf["typical_us"], tf["reference_us"]
     ratio = n / np_["reference_us"] if np_["reference_us"] else 0.0
     share = tf["share"]
+    kernels = (
+        f"only {t['compute']:,.0f} µs of its step is kernels"
+        if t.get("compute") is not None
+        else "its kernels were not measured (the framework phase measures them)"
+    )
     first = (
         f"The TF1 session.run loop (tf1_gd) takes {n:,.0f} µs per step against numpy's "
         f"{np_['reference_us']:,.1f} µs (numpy_gd), {ratio:,.0f}× slower for the same "
-        f"regression, and only {t['compute']:,.0f} µs of its step is kernels."
+        f"regression, and {kernels}."
     )
-    second = (
-        f"The rest is overhead around them: feed_dict handling {t['feed_fetch']:,.0f} µs "
-        f"({_pct(share['feed_fetch'])}), framework dispatch {t['dispatch']:,.0f} µs "
-        f"({_pct(share['dispatch'])}), Python {t['python']:,.0f} µs ({_pct(share['python'])})"
-    )
-    if t["other"] >= 0.5:
+    parts = [
+        f"{what} {t[c]:,.0f} µs ({_pct(share[c])})"
+        for c, what in (
+            ("feed_fetch", "feed_dict handling"),
+            ("dispatch", "framework dispatch"),
+            ("python", "Python"),
+        )
+        if t.get(c) is not None and share.get(c) is not None
+    ]
+    if not parts:
+        return [first]
+    second = "The rest is overhead around them: " + ", ".join(parts)
+    if (t.get("other") or 0) >= 0.5 and share.get("other") is not None:
         second += f", unexplained {t['other']:,.0f} µs ({_pct(share['other'])})"
     second += "."
     for p in (summary.get("experiments") or {}).get("pairs", []):
