@@ -97,7 +97,7 @@ def profile_loop(line: str, cell: str, shell: Any) -> Any:
         return None
     count = getattr(shell, "execution_count", None)
     name = f"cell-{count}" if count else "cell"
-    _rename(opts, name)
+    live.rename(opts, name, f"notebook {name}")
     session = live.LiveSession(opts, "the cell")
     code, module_fn = session.live.compile_file()
     namespace = shell.user_ns if shell is not None else {}
@@ -116,15 +116,6 @@ def profile_loop(line: str, cell: str, shell: Any) -> Any:
     if raised is not None and not isinstance(raised, StopScript):
         raise raised
     return None
-
-
-def _rename(opts: Any, name: str) -> None:
-    from dataclasses import replace
-
-    (spec,) = opts.workloads
-    params = opts.params[spec.name]
-    opts.workloads = [replace(spec, name=name, title=f"notebook {name}")]
-    opts.params = {name: params}
 
 
 def profile_run(line: str) -> int:

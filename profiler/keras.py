@@ -65,7 +65,6 @@ def ProfileCallback(
         # --- fit's calls ------------------------------------------------------------------
 
         def on_train_begin(self, logs: Any = None) -> None:
-            from dataclasses import replace
 
             params = self.params or {}
             per_epoch, epochs = params.get("steps"), params.get("epochs")
@@ -79,10 +78,7 @@ def ProfileCallback(
                 steps=steps,
                 phases=list(phases or live.BLOCK_PHASES),
             )
-            (spec,) = opts.workloads
-            spec = replace(spec, name=name, title=f"model.fit with {type(self).__name__}")
-            opts.workloads = [spec]
-            opts.params = {name: next(iter(opts.params.values()))}
+            live.rename(opts, name, f"model.fit with {type(self).__name__}")
             self.session = live.LiveSession(
                 opts, "fit", phases=phases or live.BLOCK_PHASES, marks_only=True
             )

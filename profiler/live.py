@@ -189,6 +189,16 @@ def summarise(result: Any) -> Summary:
     )
 
 
+def rename(opts: Any, name: str, title: str, **changes: Any) -> None:
+    """The one workload of ``opts`` named ``name`` (its parameters kept under the new name)."""
+    from dataclasses import replace
+
+    (spec,) = opts.workloads
+    params = opts.params[spec.name]
+    opts.workloads = [replace(spec, name=name, title=title, **changes)]
+    opts.params = {name: params}
+
+
 def options(
     path: str | Path,
     *,
@@ -245,9 +255,6 @@ class profile:
         self.result: Any = None
 
     def __enter__(self) -> profile:
-        from dataclasses import replace
-
-        from profiler.capture.script.spec import ScriptSpec
 
         opts = options(
             self._here(),
@@ -256,13 +263,8 @@ class profile:
             steps=self._steps,
             phases=self._phases,
         )
-        (spec,) = opts.workloads
         name = self._name or Path(self._caller).name or "block"
-        spec = replace(spec, name=name, title=f"a block of {self._caller}", auto_step=False)
-        if not isinstance(spec, ScriptSpec):  # pragma: no cover - options() makes one
-            raise TypeError(spec)
-        params = {name: opts.params[next(iter(opts.params))]}
-        opts.workloads, opts.params = [spec], params
+        rename(opts, name, f"a block of {self._caller}", auto_step=False)
         self.session = LiveSession(opts, "the block", phases=self._phases)
         self.session.start()
         return self

@@ -418,7 +418,7 @@ def tensor_args(driver: StepDriver) -> Variant | str:
                     driver,
                     fn,
                     last,
-                    lambda raw: raw(fn, *transform(*last)[0], **transform(*last)[1]),
+                    lambda raw: _call(raw, fn, transform(*last)),
                 ),
             )
         driver.variant_args[id(fn)] = transform
