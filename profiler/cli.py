@@ -200,6 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
         "also those that may change them, e.g. an eager step in tf.function)",
     )
     script.add_argument(
+        "--whatif-only",
+        metavar="ID[,ID...]",
+        help="run only these what-ifs (ids as in the README's table, e.g. keras_steps_16)",
+    )
+    script.add_argument(
         "--no-whatif",
         dest="whatif",
         action="store_const",
@@ -437,6 +442,7 @@ def run_options(args: argparse.Namespace) -> Any:
             **({"time_scale": 0.5} if args.quick else {}),
             **({"warmup_fixed": True} if args.warmup else {}),
             "whatif": args.whatif,
+            **({"whatif_only": args.whatif_only} if args.whatif_only else {}),
         },
         experiments=(
             args.experiments

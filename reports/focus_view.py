@@ -118,7 +118,13 @@ def _blocks_note(script: Mapping[str, Any], median_us: float | None) -> str:
 def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
     """One what-if in words: what it changed, what it saved, against the prediction."""
     m, p, res = x["measured_saving_us"], x["predicted_saving_us"], x["resolution_us"]
-    if x["status"] == "failed" or m is None:
+    share = x.get("removes_share", 1.0)
+    removes = ", ".join(x["removes"])
+    if share < 1:
+        removes = f"{share:.0%} of {removes}"
+    if x["status"] == "partial" and m is None:
+        text = "not measured: the script ended during its blocks"
+    elif x["status"] == "failed" or m is None:
         text = f"could not be applied: {x['error'] or 'no steps measured'}"
     else:
         speed = (
@@ -132,7 +138,7 @@ def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
             f"{duration(x['variant_us'])}{speed}); "
             + (
                 f"predicted {duration(p)} ({100 * (x.get('predicted_share') or 0):.0f}% of the "
-                f"step: {', '.join(x['removes'])}): {x['verdict']}"
+                f"step: {removes}): {x['verdict']}"
                 if p is not None
                 else "not predicted (a category it removes was not measured)"
             )

@@ -41,7 +41,7 @@ from profiler.model.records import LinesData, SampledData
 #: 1: the foundation; 2 (additive): phase data, sampling, attribution, experiments, diagnoses,
 #: training efficiency and script runs; 3 (additive): each phase's data is its typed record in
 #: full (fields a record leaves unset are null, no longer absent), pairs carry their id.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 TOOL_NAME = "training-loop-profiler"
 
 
@@ -384,6 +384,8 @@ def _whatif_obj(w: Any) -> dict[str, Any]:
         "id": w.id,
         "title": w.title,
         "removes": list(w.removes),
+        "removes_share": round(w.removes_share, 4),
+        "group": w.group,
         "keeps_results": w.keeps_results,
         "results_note": w.results_note,
         "results_check": w.results_check,

@@ -266,3 +266,53 @@ def test_fits_own_tf_functions_get_no_function_what_if(tmp_path: Path):
     not_run = dict(phase(w, "whatif")["data"]["not_run"])
     assert "of the script" in not_run["function_jit"]
     assert "keras_jit" in found
+
+
+KERAS_SAME_BATCHES = """
+import numpy as np
+import keras
+
+keras.utils.set_random_seed(1)
+x = np.random.rand(6400, 64).astype("float32")
+y = (x.sum(1) > 32).astype("int32")
+model = keras.Sequential(
+    [keras.Input((64,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(2)]
+)
+model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+model.fit(x, y, epochs=20, batch_size=32, shuffle=False, verbose=0)
+print("iterations", int(model.optimizer.iterations.numpy()))
+print("loss %.9f" % float(model.evaluate(x, y, verbose=0)))
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_fit_with_k_batches_per_call_trains_on_the_same_batches_and_saves_the_calls(
+    tmp_path: Path,
+):
+    import subprocess
+    import sys
+
+    script = write(tmp_path, "fit_k.py", KERAS_SAME_BATCHES)
+    plain = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True
+    ).stdout.split("\n")
+    w, found, stdout = _whatifs(tmp_path, "--phases", "timed,whatif", str(script))
+    for k in (4, 16):
+        x = found[f"keras_steps_{k}"]
+        assert x["status"] == "ok" and x["group"] == k, x
+        assert x["block_steps"] % k == 0 and x["removes_share"] == pytest.approx(1 - 1 / k)
+        assert x["keeps_results"]
+        # One call in k: a tiny model's batch is mostly the call, so the saving is positive.
+        # No phase measured the categories it removes: not predicted, never a zero.
+        assert x["measured_saving_us"] > 0
+        assert x["predicted_saving_us"] is None and x["verdict"] == "not predicted"
+    # Every batch was trained on, once each, in order: the optimizer counted 20 x 200 steps
+    # and the loss matches the plain run's (keras_jit ran some batches through XLA too).
+    lines = stdout.split("\n")
+    assert "iterations 4000" in lines and "iterations 4000" in plain
+    assert "fit_k.py: the script ran to its end: 4000 steps" in lines
+    loss = float(next(s for s in lines if s.startswith("loss ")).split()[1])
+    want = float(next(s for s in plain if s.startswith("loss ")).split()[1])
+    assert loss == pytest.approx(want, rel=1e-4)
+    assert "fit running 16 batches per train-function call" in stdout

@@ -34,6 +34,8 @@ class WhatIf:
     id: str
     title: str
     removes: tuple[str, ...]
+    removes_share: float
+    group: int
     keeps_results: bool
     results_note: str
     results_check: str
@@ -73,6 +75,7 @@ def analyse(data: WhatIfData | None, att: Attribution | None, units: int = 1) ->
             # The attribution's share of the step, at the blocks' own speed: the machine's
             # speed drifts between the timed window and the what-if's blocks.
             share = attr.removal_ns(att, r.removes) / att.reference_ns if att.reference_ns else 0
+            share *= r.removes_share
             predicted = share * baseline if baseline is not None else None
         tolerance = (
             max(TOLERANCE * abs(predicted), TOLERANCE_FLOOR_US) if predicted is not None else None
@@ -88,6 +91,8 @@ def analyse(data: WhatIfData | None, att: Attribution | None, units: int = 1) ->
                 id=r.id,
                 title=r.title,
                 removes=r.removes,
+                removes_share=r.removes_share,
+                group=r.group,
                 keeps_results=r.keeps_results,
                 results_note=r.results_note,
                 results_check=r.results_check,

@@ -32,6 +32,9 @@ TENSOR_ARGS = "tensor_args"
 REDUCE_RETRACING = "reduce_retracing"
 FUNCTION_JIT = "function_jit"
 KERAS_JIT = "keras_jit"
+KERAS_STEPS = "keras_steps"
+#: The two ``steps_per_execution`` values tried on a Keras fit.
+KERAS_STEPS_K = (4, 16)
 EAGER_FUNCTION = "eager_function"
 
 
@@ -50,6 +53,11 @@ class Variant:
     errors: list[str] = field(default_factory=list)
     #: How the results were checked to stay the same, with the figures ("" if not checked).
     check: str = ""
+    #: The share of ``removes`` it removes, and the steps it runs as one (``WhatIfResult``).
+    share: float = 1.0
+    group: int = 1
+    #: Whether it is fully off (a group cut short finishes its calls first).
+    settled: Callable[[], bool] = lambda: True
 
 
 def _check_once(variant: Variant, run: Callable[[], tuple[bool, str]]) -> None:
@@ -95,10 +103,13 @@ def _error(exc: BaseException) -> str:
 
 
 def candidates(
-    driver: StepDriver, script_globals: dict[str, Any] | None, allow_all: bool
+    driver: StepDriver,
+    script_globals: dict[str, Any] | None,
+    allow_all: bool,
+    only: set[str] | None = None,
 ) -> tuple[list[Variant], list[tuple[str, str]]]:
-    """The what-ifs that apply to this run (results-changing ones only with ``allow_all``),
-    and (id, why not) for the others."""
+    """The what-ifs that apply to this run (results-changing ones only with ``allow_all``;
+    only those in ``only`` if given), and (id, why not) for the others."""
     found: list[Variant] = []
     not_run: list[tuple[str, str]] = []
     builders: list[tuple[str, Callable[[], Variant | str]]] = [
@@ -108,9 +119,16 @@ def candidates(
         (REDUCE_RETRACING, lambda: reduce_retracing(driver)),
         (FUNCTION_JIT, lambda: function_jit(driver)),
         (KERAS_JIT, lambda: keras_jit(driver)),
+        *(
+            (f"{KERAS_STEPS}_{k}", lambda k=k: keras_steps(driver, k))  # type: ignore[misc]
+            for k in KERAS_STEPS_K
+        ),
         (EAGER_FUNCTION, lambda: eager_function(driver, script_globals)),
     ]
     for key, build in builders:
+        if only is not None and key not in only:
+            not_run.append((key, "not selected (--whatif-only)"))
+            continue
         try:
             got = build()
         except Exception as exc:  # a framework version without the private API it needs
@@ -604,6 +622,97 @@ def keras_jit(driver: StepDriver) -> Variant | str:
         "the same computation; XLA may change the last bits of float results",
         on,
         off,
+    )
+    return variant
+
+
+# --- Keras fit: k batches per call ------------------------------------------------------------
+
+
+def keras_steps(driver: StepDriver, k: int) -> Variant | str:
+    """fit's train function as Keras builds it for ``steps_per_execution=k``, called once every
+    k batches: one call runs k batches in a ``tf.while_loop`` and the k - 1 calls after it
+    return its logs without running anything. The same batches, in the same order, reach the
+    same train step; what it leaves out is k - 1 of every k calls of the train function (its
+    Python, its dispatch, its iterator handling). fit's per-batch callbacks still run every
+    batch here, where ``compile(steps_per_execution=k)`` runs them once per k batches: the
+    measured saving is what the calls cost, a lower bound of what the fix saves."""
+    model = driver.facts.model
+    if model is None or not driver.facts.fit:
+        return "no Keras fit"
+    if int(getattr(model, "steps_per_execution", 1) or 1) > 1:
+        return f"fit already runs {model.steps_per_execution} batches per call"
+    if getattr(model, "train_function", None) is None:
+        return "fit's train function is not built"
+    import tensorflow as tf
+
+    base = model.train_function
+    built: list[Any] = []
+    state: dict[str, Any] = {"calls": 0, "iterator": None, "logs": None, "finishing": False}
+
+    def grouped(iterator: Any) -> Any:
+        if not isinstance(iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)):
+            variant.errors.append("fit's batches do not come from a tf.data iterator")
+            model.train_function = base
+            return base(iterator)
+        if iterator is not state["iterator"]:  # a new epoch's iterator: a new group
+            state.update(calls=0, iterator=iterator)
+        if state["calls"] % k == 0 and state["finishing"]:  # switched off, the group done
+            model.train_function = base
+            return base(iterator)
+        if state["calls"] % k == 0:
+            # Keras reads steps_per_execution when the function traces (its first call).
+            model.steps_per_execution = k
+            try:
+                state["logs"] = built[0](iterator)
+            except StopIteration:
+                raise
+            except Exception as exc:  # off; this batch as written
+                variant.errors.append(_error(exc))
+                model.train_function = base
+                return base(iterator)
+            finally:
+                model.steps_per_execution = 1
+        state["calls"] += 1
+        return state["logs"]
+
+    def on() -> None:
+        if variant.errors:
+            return
+        if not built:
+            model.steps_per_execution = k
+            try:
+                model.make_train_function(force=True)
+                built.append(model.train_function)
+            finally:
+                model.steps_per_execution = 1
+                model.train_function = base
+        if model.train_function is not grouped:
+            state.update(calls=0, iterator=None)
+        # else a group is still finishing: it goes on (any k calls in a row hold one real one)
+        state["finishing"] = False
+        model.train_function = grouped
+
+    def off() -> None:
+        # A group cut short (an epoch ended inside the block) has run batches ahead of fit's
+        # loop: its calls left return its logs first, then the train function is fit's own.
+        if model.train_function is grouped and state["calls"] % k and not variant.errors:
+            state["finishing"] = True
+        else:
+            model.train_function = base
+
+    variant = Variant(
+        f"{KERAS_STEPS}_{k}",
+        f"fit running {k} batches per train-function call (steps_per_execution={k}; its "
+        "per-batch callbacks still run every batch)",
+        ("dispatch", "feed_fetch", "python"),
+        True,
+        "the same batches in the same order through the same train step",
+        on,
+        off,
+        share=1 - 1 / k,
+        group=k,
+        settled=lambda: model.train_function is not grouped,
     )
     return variant
 

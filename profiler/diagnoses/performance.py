@@ -635,7 +635,7 @@ WHATIF_FOR: dict[str, tuple[str, ...]] = {
     "feed_dict_batches": ("tf1_callable",),
     "retracing": ("tensor_args", "reduce_retracing"),
     "steady_tracing": ("tensor_args", "reduce_retracing"),
-    "overhead_bound_keras": ("keras_jit",),
+    "overhead_bound_keras": ("keras_steps_4", "keras_steps_16"),
     "compute_bound": ("keras_jit", "function_jit"),
     "compute_bound_peak": ("keras_jit", "function_jit"),
     "eager_dispatch": ("eager_function",),

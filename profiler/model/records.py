@@ -422,6 +422,10 @@ class WhatIfResult:
         error: the variant's exception, if it raised.
         results_check: how the results were checked to stay the same, with its figures
             ("" if not checked).
+        removes_share: the share of ``removes`` it removes (1: all of it; ``keras_steps_k``:
+            1 - 1/k, one call in k left).
+        group: steps the variant runs as one (``keras_steps_k``: k batches per call); each
+            block is whole groups and its figure the median of the groups' mean step.
     """
 
     id: str
@@ -435,6 +439,8 @@ class WhatIfResult:
     variant_ns: tuple[int, ...] = ()
     error: str = ""
     results_check: str = ""
+    removes_share: float = 1.0
+    group: int = 1
 
 
 @dataclass(frozen=True, slots=True)

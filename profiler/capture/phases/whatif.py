@@ -40,6 +40,8 @@ class WhatIfPhase(Phase):
     def __init__(self, budget: Budget, options: dict[str, Any]) -> None:
         super().__init__(budget)
         self.mode = str(options.get("whatif") or "on")
+        only = str(options.get("whatif_only") or "")
+        self.only = {x.strip() for x in only.split(",") if x.strip()} or None
         self.variants: list[Any] | None = None
         self.not_run: list[tuple[str, str]] = []
         self.pairs = PAIRS
@@ -66,7 +68,7 @@ class WhatIfPhase(Phase):
                 return self.variants
             allow_all = self.mode == "all"
             found, self.not_run = ctx.loop.in_loop_thread(  # type: ignore[attr-defined]
-                lambda: whatifs.candidates(driver, driver.script_globals, allow_all)
+                lambda: whatifs.candidates(driver, driver.script_globals, allow_all, self.only)
             )
             self.variants = found
         return self.variants
@@ -118,7 +120,7 @@ class WhatIfPhase(Phase):
             if ended:
                 self.not_run.append((v.id, "the script ended first"))
                 continue
-            result, ended = self._measure(ctx, v, n)
+            result, ended = self._measure(ctx, v, -(-n // v.group) * v.group)
             results.append(result)
         status = PARTIAL if ended and not results else OK
         return PhaseRecord(
@@ -143,6 +145,7 @@ class WhatIfPhase(Phase):
                     durs = [b - a for a, b in itertools.pairwise(marks)]
                     if len(durs) < n:
                         ended = True
+                    durs = _groups(durs, v.group)
                     if durs:
                         (var if on else base).append(median_ns(durs))
                     if ended or v.errors:
@@ -154,6 +157,7 @@ class WhatIfPhase(Phase):
         finally:
             if not ended:
                 loop.in_loop_thread(v.off)
+                ended = self._settle(ctx, v)
             else:
                 v.off()
         status = FAILED if v.errors else (PARTIAL if ended else OK)
@@ -170,9 +174,26 @@ class WhatIfPhase(Phase):
                 variant_ns=tuple(var),
                 error="; ".join(v.errors[:3]),
                 results_check=v.check,
+                removes_share=v.share,
+                group=v.group,
             ),
             ended,
         )
+
+    def _settle(self, ctx: PhaseContext, v: Any) -> bool:
+        """Steps until ``v`` is fully off (at most its group); whether the script ended."""
+        loop: Any = ctx.loop
+        for _ in range(v.group):
+            if loop.in_loop_thread(v.settled):
+                return False
+            marks = [ctx.clock()]
+            try:
+                loop.run(1, marks, ctx.clock)
+            except LoopEnded:
+                return True
+            if len(marks) < 2:
+                return True
+        return False
 
     def abort(self, ctx: PhaseContext) -> None:
         for v in self.variants or []:
@@ -180,3 +201,12 @@ class WhatIfPhase(Phase):
                 v.off()
             except Exception:  # best effort: the run is failing already
                 pass
+
+
+def _groups(durs: list[int], group: int) -> list[int]:
+    """Each whole group of ``group`` consecutive steps as its mean step (a variant that runs
+    ``group`` steps in one call has one long step and ``group - 1`` short ones)."""
+    if group <= 1:
+        return durs
+    whole = len(durs) // group * group
+    return [sum(durs[i : i + group]) // group for i in range(0, whole, group)]
