@@ -316,3 +316,65 @@ def test_fit_with_k_batches_per_call_trains_on_the_same_batches_and_saves_the_ca
     want = float(next(s for s in plain if s.startswith("loss ")).split()[1])
     assert loss == pytest.approx(want, rel=1e-4)
     assert "fit running 16 batches per train-function call" in stdout
+
+
+TF_DATA_LOOP = """
+import tensorflow as tf
+
+def heavy(x):
+    for _ in range(12):
+        x = tf.math.sin(x) + tf.math.cos(x)
+    return x
+
+options = tf.data.Options()
+options.experimental_optimization.apply_default_optimizations = False
+ds = (
+    tf.data.Dataset.from_tensor_slices(tf.random.normal((4096, 256)))
+    .map(heavy)
+    .batch(8)
+    .repeat()
+    .with_options(options)
+)
+w = tf.Variable(tf.zeros((256, 1)))
+
+@tf.function
+def train_step(x):
+    w.assign_sub(0.0001 * tf.reduce_mean(x) * tf.ones((256, 1)))
+    return tf.reduce_sum(w)
+
+for step, x in enumerate(ds):
+    train_step(x)
+    if step == 3000:
+        break
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_tf_data_what_ifs_read_a_second_pipeline_and_run_only_with_whatif_all(tmp_path: Path):
+    script = write(tmp_path, "data_loop.py", TF_DATA_LOOP)
+    w, found, _ = _whatifs(tmp_path, "--phases", "timed,whatif", str(script))
+    not_run = dict(phase(w, "whatif")["data"]["not_run"])
+    for key in ("tf_data_prefetch", "tf_data_parallel"):
+        assert key not in found and "--whatif all" in not_run[key]
+    other = tmp_path / "all"
+    other.mkdir()
+    w, found, _ = _whatifs(
+        other,
+        "--whatif",
+        "all",
+        "--whatif-only",
+        "tf_data_prefetch,tf_data_parallel",
+        "--phases",
+        "timed,whatif",
+        str(script),
+    )
+    assert w["script"]["ended"] == "completed"
+    par, pre = found["tf_data_parallel"], found["tf_data_prefetch"]
+    assert par["title"].startswith("the pipeline's maps (heavy")
+    assert pre["title"] == "the input pipeline with .prefetch(tf.data.AUTOTUNE) at its end"
+    for x in (par, pre):
+        assert x["status"] == "ok" and not x["keeps_results"] and x["removes"] == ["feed_fetch"]
+        assert x["measured_saving_us"] is not None and x["pairs"] >= 2
+    # The map is most of the step and runs serially: on 2 cores, in parallel it waits less.
+    assert par["variant_us"] < par["baseline_us"]

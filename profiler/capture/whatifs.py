@@ -110,6 +110,8 @@ def candidates(
 ) -> tuple[list[Variant], list[tuple[str, str]]]:
     """The what-ifs that apply to this run (results-changing ones only with ``allow_all``;
     only those in ``only`` if given), and (id, why not) for the others."""
+    from profiler.capture import whatifs_data
+
     found: list[Variant] = []
     not_run: list[tuple[str, str]] = []
     builders: list[tuple[str, Callable[[], Variant | str]]] = [
@@ -124,6 +126,8 @@ def candidates(
             for k in KERAS_STEPS_K
         ),
         (EAGER_FUNCTION, lambda: eager_function(driver, script_globals)),
+        (whatifs_data.TF_DATA_PREFETCH, lambda: whatifs_data.prefetch(driver)),
+        (whatifs_data.TF_DATA_PARALLEL, lambda: whatifs_data.parallel(driver)),
     ]
     for key, build in builders:
         if only is not None and key not in only:

@@ -419,12 +419,15 @@ def wrap_dataset_iter(fn: Callable[..., Any], driver: StepDriver) -> Callable[..
 
     @functools.wraps(fn)
     def iterate(self: Any) -> Any:
-        if ident() == main:
-            try:
-                pipelines.iterated(self)
-            except Exception:  # describing is best effort; iterating must not change
-                pass
-        return fn(self)
+        if ident() != main:
+            return fn(self)
+        try:
+            pipelines.iterated(self)
+        except Exception:  # describing is best effort; iterating must not change
+            pass
+        it = fn(self)
+        pipelines.iterator(self, it)
+        return it
 
     return iterate
 

@@ -145,6 +145,26 @@ class Pipelines:
 
     seen: dict[int, tuple[Any, Pipeline]] = field(default_factory=dict)
     others: int = 0
+    #: Each dataset's latest iterator, by the dataset's id (weak references): the one the
+    #: loop reads, for the tf.data what-ifs (``profiler.capture.whatifs_data``).
+    iterators: dict[int, Any] = field(default_factory=dict)
+
+    def iterator(self, ds: Any, it: Any) -> None:
+        """Record ``it``, just made by iterating ``ds``."""
+        try:
+            self.iterators[id(ds)] = weakref.ref(it)
+        except TypeError:
+            pass
+
+    def current(self) -> tuple[Any, Pipeline, Any] | None:
+        """(dataset, its description, its latest iterator) of the most iterated dataset whose
+        iterator is still alive, or None."""
+        for key, (ref, pipe) in sorted(self.seen.items(), key=lambda e: -e[1][1].iterations):
+            ds, it_ref = ref(), self.iterators.get(key)
+            it = it_ref() if it_ref is not None else None
+            if ds is not None and it is not None:
+                return ds, pipe, it
+        return None
 
     def iterated(self, ds: Any) -> None:
         """Count one iteration of ``ds`` (describing it the first time)."""

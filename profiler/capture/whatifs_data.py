@@ -1,0 +1,197 @@
+"""tf.data what-ifs: the script's input pipeline with ``prefetch(AUTOTUNE)`` added, or with its
+serial maps run with ``num_parallel_calls=AUTOTUNE``, read by the loop in the variant's blocks.
+
+Place in the pipeline: the script process, one of ``profiler.capture.whatifs``'s builders. The
+pipeline is the one the loop iterates (``Pipelines.current``: the most iterated dataset, its
+latest iterator). The variant is a second pipeline built from the first one's own graph (the
+serialised dataset, its ``MapDataset`` nodes rewritten as ``ParallelMapDatasetV2``, or a
+prefetch on top), iterated from its first element: its blocks read their batches from it, by
+the loop's own ``next()`` (the iterator's ``_next_internal``, shadowed on the instance). The
+training therefore sees other batches in those blocks than the loop's next ones: these
+what-ifs may change results and run only with ``--whatif all``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from profiler.capture.script.driver import StepDriver
+from profiler.capture.whatifs import Variant, _error
+
+TF_DATA_PREFETCH = "tf_data_prefetch"
+TF_DATA_PARALLEL = "tf_data_parallel"
+
+_RESULTS = (
+    "its blocks read batches from a second iterator over the same pipeline, from its first "
+    "element: the steps there train on other batches than the loop's next ones"
+)
+
+
+def _pipeline(driver: StepDriver) -> tuple[Any, Any, Any] | str:
+    got = driver.facts.pipelines.current()
+    if got is None:
+        return "the loop iterates no tf.data pipeline"
+    return got
+
+
+def prefetch(driver: StepDriver) -> Variant | str:
+    """The pipeline with ``prefetch(tf.data.AUTOTUNE)`` at its end, where it has none and
+    tf.data injects none."""
+    got = _pipeline(driver)
+    if isinstance(got, str):
+        return got
+    ds, pipe, it = got
+    if any(s.kind == "prefetch" for s in pipe.stages):
+        return "the pipeline prefetches already"
+    if pipe.auto_prefetch:
+        return "tf.data adds a prefetch to this pipeline by default (inject_prefetch)"
+    import tensorflow as tf
+
+    return _variant(
+        driver,
+        it,
+        lambda: ds.prefetch(tf.data.AUTOTUNE),
+        TF_DATA_PREFETCH,
+        "the input pipeline with .prefetch(tf.data.AUTOTUNE) at its end",
+        1.0,
+    )
+
+
+def parallel(driver: StepDriver) -> Variant | str:
+    """The pipeline's serial maps run with ``num_parallel_calls=tf.data.AUTOTUNE`` (where
+    tf.data does not parallelise them itself: maps that call Python, or its default
+    optimisations off)."""
+    got = _pipeline(driver)
+    if isinstance(got, str):
+        return got
+    ds, pipe, it = got
+    serial = [s for s in pipe.stages if s.kind == "map" and not s.parallel]
+    if not serial:
+        return "the pipeline has no serial map"
+    if pipe.auto_parallel and not any(s.python for s in serial):
+        return "tf.data parallelises these maps by default (map_parallelization)"
+    names = ", ".join(s.function or "map" for s in serial)
+    cores = max(os.cpu_count() or 1, 1)
+    return _variant(
+        driver,
+        it,
+        lambda: _parallel_maps(ds),
+        TF_DATA_PARALLEL,
+        f"the pipeline's maps ({names}) with num_parallel_calls=tf.data.AUTOTUNE",
+        1 - 1 / cores,
+    )
+
+
+def _variant(
+    driver: StepDriver, it: Any, build: Any, key: str, title: str, share: float
+) -> Variant:
+    model = driver.facts.model if driver.facts.fit else None
+    if model is not None and getattr(model, "train_function", None) is not None:
+        return _fit_variant(model, build, key, title, share)
+    made: list[Any] = []
+
+    def next_variant() -> Any:
+        try:
+            return made[0]._next_internal()
+        except Exception as exc:  # its end, or it cannot run: off, this step as written
+            variant.errors.append(
+                "the variant's iterator reached its end"
+                if type(exc).__name__ == "OutOfRangeError"
+                else _error(exc)
+            )
+            it.__dict__.pop("_next_internal", None)
+            return it._next_internal()
+
+    def on() -> None:
+        if variant.errors:
+            return
+        if not made:
+            try:
+                made.append(iter(build()))
+            except Exception as exc:
+                variant.errors.append(_error(exc))
+                return
+        it._next_internal = next_variant
+
+    def off() -> None:
+        it.__dict__.pop("_next_internal", None)
+
+    variant = Variant(key, title, ("feed_fetch",), False, _RESULTS, on, off, share=share)
+    return variant
+
+
+def _fit_variant(model: Any, build: Any, key: str, title: str, share: float) -> Variant:
+    """fit reads its iterator inside its train function: the variant's iterator is the one
+    given to it, in the variant's blocks (the same element spec: the same trace)."""
+    base = model.train_function
+    made: list[Any] = []
+
+    def fed(iterator: Any) -> Any:
+        try:
+            return base(made[0])
+        except Exception as exc:  # its end (StopIteration too), or it cannot run: off
+            variant.errors.append(
+                "the variant's iterator reached its end"
+                if isinstance(exc, StopIteration) or type(exc).__name__ == "OutOfRangeError"
+                else _error(exc)
+            )
+            model.train_function = base
+            return base(iterator)
+
+    def on() -> None:
+        if variant.errors:
+            return
+        if not made:
+            try:
+                made.append(iter(build()))
+            except Exception as exc:
+                variant.errors.append(_error(exc))
+                return
+        model.train_function = fed
+
+    def off() -> None:
+        model.train_function = base
+
+    variant = Variant(key, title, ("feed_fetch",), False, _RESULTS, on, off, share=share)
+    return variant
+
+
+def _parallel_maps(ds: Any) -> Any:
+    """``ds`` rebuilt from its serialised graph with each ``MapDataset`` node a
+    ``ParallelMapDatasetV2`` with ``num_parallel_calls`` AUTOTUNE (-1)."""
+    import tensorflow as tf
+    from tensorflow.core.framework import graph_pb2
+    from tensorflow.python.data.ops import dataset_ops
+    from tensorflow.python.framework import tensor_util
+    from tensorflow.python.ops import gen_experimental_dataset_ops
+
+    graph = graph_pb2.GraphDef()
+    graph.ParseFromString(
+        ds._as_serialized_graph(
+            external_state_policy=tf.data.experimental.ExternalStatePolicy.WARN,
+            strip_device_assignment=False,
+        ).numpy()
+    )
+    out = graph_pb2.GraphDef()
+    out.CopyFrom(graph)
+    del out.node[:]
+    for node in graph.node:
+        if node.op != "MapDataset":
+            out.node.add().CopyFrom(node)
+            continue
+        const = out.node.add()
+        const.name, const.op = f"{node.name}/whatif_num_parallel_calls", "Const"
+        const.attr["dtype"].type = tf.int64.as_datatype_enum
+        const.attr["value"].tensor.CopyFrom(tensor_util.make_tensor_proto(-1, tf.int64))
+        rewritten = out.node.add()
+        rewritten.CopyFrom(node)
+        rewritten.op = "ParallelMapDatasetV2"
+        data = [i for i in node.input if not i.startswith("^")]
+        control = [i for i in node.input if i.startswith("^")]
+        del rewritten.input[:]
+        rewritten.input.extend([*data, const.name, *control])
+        rewritten.attr.pop("force_synchronous", None)
+        rewritten.attr["deterministic"].s = b"default"
+    variant = gen_experimental_dataset_ops.dataset_from_graph(out.SerializeToString())
+    return dataset_ops._VariantDataset(variant, ds.element_spec)
