@@ -40,6 +40,26 @@ def test_every_workload_ran_and_its_summary_validates(suite_run):
             assert statuses["framework"] == "ok" and statuses["hooks"] == "ok", w["name"]
 
 
+@pytest.mark.tf
+@pytest.mark.slow
+def test_the_seed_scripts_what_ifs_sit_beside_the_hand_written_pairs(suite_run):
+    doc = json.loads((suite_run.run_dir / "summary.json").read_text())
+    sw = doc["experiments"]["seed_whatifs"]
+    assert sw["status"] == "ok", sw["error"]
+    assert (suite_run.run_dir / sw["run"] / "summary.json").is_file()
+    rows = {r["id"]: r for r in sw["rows"]}
+    # The seed feeds float64 arrays to float32 placeholders: converted once, beside the pair
+    # that feeds float32 by hand; session.run's native callable has no hand-written pair.
+    once = rows["tf1_feeds_once"]
+    assert once["pair"] == "feed float32" and once["measured_saving_us"] is not None
+    assert once["ratio"] == pytest.approx(once["measured_saving_us"] / once["pair_saving_us"])
+    native = rows["tf1_callable"]
+    assert native["pair"] is None and native["measured_saving_us"] > 0
+    page = (suite_run.run_dir / "report.html").read_text()
+    assert "The same fixes applied by the what-ifs to the seed script" in page
+    assert "none makes this fix" in page
+
+
 def test_every_timed_step_is_split_into_categories_that_sum_to_it(recorded):
     outcomes, _x, _e = recorded_run.load()
     for o in outcomes:

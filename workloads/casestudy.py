@@ -302,3 +302,13 @@ def answers(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
         if sentences:
             out.append({"seed": q.id, "question": q.text, "sentences": sentences})
     return out
+
+
+#: The seed-000 TF1 script, verbatim, profiled with its what-ifs after the experiments: each
+#: what-if beside the hand-written pair that makes the same fix (what-if id -> pair id; None:
+#: no hand-written pair makes that fix).
+SEED_SCRIPT = "tests/data/seed000_tf1.py"
+SEED_SCRIPT_ARGS = ("--tf1", "--max-steps", "6000", "--phases", "timed,framework,hooks,whatif")
+SEED_WHATIF_PAIRS: dict[str, str | None] = {"tf1_feeds_once": "f32feed", "tf1_callable": None}
+#: The case-study workload whose selection runs it.
+SEED_SCRIPT_FOR = "tf1_gd"

@@ -317,10 +317,46 @@ def summarize(
                 else f"above n ≈ {n:,.0f} {slow}'s step is the faster (extrapolated)"
             ),
         }
-    return {
+    out = {
         "status": raw.get("status", "ok"),
         "error": raw.get("error", ""),
         "pairs": pairs,
         "sweep": sweep,
         "crossover": cross,
+    }
+    if raw.get("seed_whatifs") is not None:
+        out["seed_whatifs"] = seed_whatifs(raw["seed_whatifs"], pairs)
+    return out
+
+
+def seed_whatifs(raw: dict, pairs: list[dict]) -> dict:
+    """The seed script's what-ifs, each beside the hand-written pair that makes the same fix
+    (``casestudy.SEED_WHATIF_PAIRS``): both measured savings, µs per step, and their ratio."""
+    from profiler.workloads import casestudy
+
+    by_id = {p["id"]: p for p in pairs}
+    rows = []
+    for x in raw.get("whatifs", []):
+        pair = by_id.get(casestudy.SEED_WHATIF_PAIRS.get(x["id"]) or "")
+        hand = pair["measured_saving_us"] if pair else None
+        m = x.get("measured_saving_us")
+        rows.append(
+            {
+                "id": x["id"],
+                "title": x["title"],
+                "measured_saving_us": m,
+                "resolution_us": x.get("resolution_us"),
+                "predicted_saving_us": x.get("predicted_saving_us"),
+                "verdict": x.get("verdict", ""),
+                "pair": pair["name"] if pair else None,
+                "pair_saving_us": hand,
+                "ratio": m / hand if m is not None and hand else None,
+            }
+        )
+    return {
+        "script": raw.get("script", ""),
+        "status": raw.get("status", "failed"),
+        "error": raw.get("error", ""),
+        "run": raw.get("run", ""),
+        "rows": rows,
     }

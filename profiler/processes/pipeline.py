@@ -84,7 +84,40 @@ def run_experiments(opts: RunOptions, run_dir: Path) -> dict[str, Any] | None:
     raw, _wall_s = _measure(
         "profiler.capture.experiments", spec.to_json(), xdir, RESULT_FILE, opts, "experiments"
     )
-    return {"pairs": [], "sweep": {}, **raw}
+    out = {"pairs": [], "sweep": {}, **raw}
+    if casestudy.SEED_SCRIPT_FOR in selected:
+        out["seed_whatifs"] = run_seed_whatifs(opts, xdir / "seed-script")
+    return out
+
+
+def run_seed_whatifs(opts: RunOptions, out: Path) -> dict[str, Any]:
+    """The seed TF1 script, verbatim, run with its what-ifs (a run of its own under ``out``):
+    its what-ifs as the summary has them, with the process's status."""
+    from profiler import cli
+    from profiler.workloads import casestudy
+
+    script = Path(__file__).resolve().parents[2] / casestudy.SEED_SCRIPT
+    entry: dict[str, Any] = {"script": casestudy.SEED_SCRIPT, "whatifs": []}
+    if not script.is_file():
+        return {**entry, "status": "failed", "error": "the seed script is not in this checkout"}
+    tokens = [*casestudy.SEED_SCRIPT_ARGS, "--no-progress", "--out", str(out)]
+    tokens += ["--timeout", str(opts.timeout_s)]
+    try:
+        sub = execute(cli.parse_run(tokens, [str(script)]))
+        if sub.status == "interrupted":
+            raise KeyboardInterrupt  # the case study's run stops here too
+        doc = json.loads((sub.run_dir / "summary.json").read_text())
+    except (OSError, ValueError, cli.UsageError, rundir.RunDirError) as exc:
+        return {**entry, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+    workloads = doc.get("workloads") or [{}]
+    status = "ok" if workloads[0].get("status") == "ok" else "failed"
+    return {
+        **entry,
+        "status": status,
+        "error": workloads[0].get("error") or "",
+        "run": str(sub.run_dir.relative_to(out.parent.parent)),
+        "whatifs": workloads[0].get("whatif") or [],
+    }
 
 
 def _measure(
