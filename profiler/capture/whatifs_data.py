@@ -86,58 +86,43 @@ def parallel(driver: StepDriver) -> Variant | str:
 def _variant(
     driver: StepDriver, it: Any, build: Any, key: str, title: str, share: float
 ) -> Variant:
-    model = driver.facts.model if driver.facts.fit else None
-    if model is not None and getattr(model, "train_function", None) is not None:
-        return _fit_variant(model, build, key, title, share)
+    """The variant's iterator read in the loop's place: by the loop's ``next()`` (the
+    iterator's ``_next_internal``, shadowed on the instance) or, in fit, given to its train
+    function (fit reads its iterator inside it; the same element spec: the same trace)."""
+    model: Any = driver.facts.model if driver.facts.fit else None
+    base: Any = getattr(model, "train_function", None)
     made: list[Any] = []
 
     def next_variant() -> Any:
         try:
             return made[0]._next_internal()
         except Exception as exc:  # its end, or it cannot run: off, this step as written
-            variant.errors.append(
-                "the variant's iterator reached its end"
-                if type(exc).__name__ == "OutOfRangeError"
-                else _error(exc)
-            )
-            it.__dict__.pop("_next_internal", None)
+            failed(exc)
             return it._next_internal()
-
-    def on() -> None:
-        if variant.errors:
-            return
-        if not made:
-            try:
-                made.append(iter(build()))
-            except Exception as exc:
-                variant.errors.append(_error(exc))
-                return
-        it._next_internal = next_variant
-
-    def off() -> None:
-        it.__dict__.pop("_next_internal", None)
-
-    variant = Variant(key, title, ("feed_fetch",), False, _RESULTS, on, off, share=share)
-    return variant
-
-
-def _fit_variant(model: Any, build: Any, key: str, title: str, share: float) -> Variant:
-    """fit reads its iterator inside its train function: the variant's iterator is the one
-    given to it, in the variant's blocks (the same element spec: the same trace)."""
-    base = model.train_function
-    made: list[Any] = []
 
     def fed(iterator: Any) -> Any:
         try:
             return base(made[0])
         except Exception as exc:  # its end (StopIteration too), or it cannot run: off
-            variant.errors.append(
-                "the variant's iterator reached its end"
-                if isinstance(exc, StopIteration) or type(exc).__name__ == "OutOfRangeError"
-                else _error(exc)
-            )
-            model.train_function = base
+            failed(exc)
             return base(iterator)
+
+    def install() -> None:
+        if base is not None:
+            model.train_function = fed
+        else:
+            it._next_internal = next_variant
+
+    def off() -> None:
+        if base is not None:
+            model.train_function = base
+        else:
+            it.__dict__.pop("_next_internal", None)
+
+    def failed(exc: BaseException) -> None:
+        ended = isinstance(exc, StopIteration) or type(exc).__name__ == "OutOfRangeError"
+        variant.errors.append("the variant's iterator reached its end" if ended else _error(exc))
+        off()
 
     def on() -> None:
         if variant.errors:
@@ -148,10 +133,7 @@ def _fit_variant(model: Any, build: Any, key: str, title: str, share: float) -> 
             except Exception as exc:
                 variant.errors.append(_error(exc))
                 return
-        model.train_function = fed
-
-    def off() -> None:
-        model.train_function = base
+        install()
 
     variant = Variant(key, title, ("feed_fetch",), False, _RESULTS, on, off, share=share)
     return variant
