@@ -32,7 +32,7 @@ import numpy as np
 
 data = [np.random.rand(64, 32) for _ in range(100)]
 w = np.zeros((32, 1))
-for epoch in range(2000):
+for epoch in range(5000):
     for x in data:
         grad = x.T @ (x @ w - 1.0) / len(x)
         w -= 0.01 * grad

@@ -39,8 +39,13 @@ def test_kernel_time_per_step_is_positive_and_below_the_step(name):
     for union, total, wall in zip(
         cols.kernel_union_ns, cols.kernel_sum_ns, cols.wall_ns, strict=True
     ):
-        assert 0 < union <= total
+        assert 0 <= union <= total
         assert union < wall
+    # TensorFlow traces only the kernels it deems expensive at host level 2, and re-measures
+    # that per kernel as it runs: on a loaded machine a step's few kernels can all be cheap
+    # for a step, and then none is traced. Nearly every step still shows its kernels.
+    with_kernels = sum(1 for u in cols.kernel_union_ns if u > 0)
+    assert with_kernels >= 0.9 * len(cols.kernel_union_ns), cols.kernel_union_ns
     med = fw.data.median_ns
     assert 0 < med.run_call_ns < med.wall_ns
     assert med.executor_ns > 0
