@@ -242,6 +242,15 @@ def build_parser() -> argparse.ArgumentParser:
         "scripts that build graphs and run Sessions without doing it themselves)",
     )
     script.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="run N processes of the script as the workers of one tf.distribute job on this "
+        "machine (each with its TF_CONFIG, ports on 127.0.0.1, in a private network namespace "
+        "where allowed), each profiled, attributed per worker with the stragglers named",
+    )
+    script.add_argument(
         "--stdin", type=Path, metavar="FILE", help="give the script FILE as its standard input"
     )
 
@@ -269,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
 SCRIPT_OPTIONS = ("step_function", "step_line", "max_steps", "graph_mode", "stdin", "repeat")
 #: ``run`` options that apply to a script only and are on by default (given: False).
 SCRIPT_SWITCHES = ("auto_step",)
+#: ``--workers`` at most (processes of one job on this machine).
+MAX_WORKERS = 16
 
 
 def split_script(
@@ -345,6 +356,8 @@ def _script_spec(args: argparse.Namespace) -> object | None:
     if not args.script:
         given = [o for o in SCRIPT_OPTIONS if getattr(args, o) not in (None, False, 0)]
         given += [f"no_{o}" for o in SCRIPT_SWITCHES if getattr(args, o) is False]
+        if args.workers > 1:
+            given.append("workers")
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise UsageError(f"{flag} applies to a script: run [options] SCRIPT.py [its arguments]")
@@ -353,6 +366,10 @@ def _script_spec(args: argparse.Namespace) -> object | None:
     from profiler.capture.script.spec import ScriptSpec
 
     script, *argv = args.script
+    if args.workers > MAX_WORKERS:
+        raise UsageError(f"--workers {args.workers}: at most {MAX_WORKERS} on one machine")
+    if args.workers > 1 and args.repeat:
+        raise UsageError("--repeat does not apply to a job of --workers (its workers run once)")
     try:
         return ScriptSpec.from_args(
             script,
@@ -435,6 +452,7 @@ def run_options(args: argparse.Namespace) -> Any:
         warmup_steps=args.warmup or RunOptions.warmup_steps,
         metric_points=args.metric_points,
         script_repeat=args.repeat,
+        workers=args.workers,
         # A script's own output goes to the terminal: no bar to tear it apart.
         progress=not args.no_progress and script is None,
         options={

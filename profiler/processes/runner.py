@@ -91,6 +91,8 @@ class RunOptions:
             script decides how long it runs, ``--max-steps`` and Ctrl-C stop it).
         script_repeat: at most this many more runs of a script whose phases missed steps
             (``--repeat N``).
+        workers: processes of the script run together as the workers of one
+            ``tf.distribute`` job (``--workers N``, ``profiler.processes.workers``).
     """
 
     workloads: list[WorkloadSpec]
@@ -109,9 +111,29 @@ class RunOptions:
     efficiency_overrides: dict[str, Any] = field(default_factory=dict)
     script_timeout_s: float | None = None
     script_repeat: int = 0
+    workers: int = 1
 
 
 Progress = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How one process of a multi-worker job is started (``profiler.processes.workers``).
+
+    Attributes:
+        prefix: the command line's start (``nsenter -t PID -n --``: the job's network namespace).
+        env: variables added to the process's environment (its ``TF_CONFIG``).
+        started: called with the process once it runs (the job stops the others through it).
+        steps: called with the script's steps so far at each heartbeat (a hang shows in it).
+        script: added to the script's own record (``trace.script["worker"]``).
+    """
+
+    prefix: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    started: Callable[[subprocess.Popen[bytes]], None] | None = None
+    steps: Callable[[int], None] | None = None
+    script: dict[str, Any] = field(default_factory=dict)
 
 
 def load_trace(path: Path) -> WorkloadTrace:
@@ -352,8 +374,11 @@ def _one_run(
     progress: Progress,
     phases: list[str],
     script_extra: dict[str, Any],
+    launch: Launch | None = None,
 ) -> WorkloadOutcome:
     """One process of the workload, in ``wdir``; what it left, whatever happened."""
+    if launch is not None:
+        script_extra = {**script_extra, **launch.script}
     wspec = worker_spec(spec, params, opts, wdir, tbdir, phases, script_extra)
     options = wspec.options
     script = isinstance(spec, ScriptSpec)
@@ -366,6 +391,8 @@ def _one_run(
         # A script's steps so far, every ~0.5 s: what survives a crash outside Python.
         if event.get("event") == "steps":
             heartbeat["steps"] = int(event.get("steps") or 0)
+            if launch is not None and launch.steps is not None:
+                launch.steps(heartbeat["steps"])
         else:
             progress(event)
 
@@ -381,6 +408,7 @@ def _one_run(
             stdin=stdin,
             # Time to end the script and write what it measured when Ctrl-C stops it.
             grace_s=5.0,
+            launch=launch,
         )
     else:
         proc = run_process("profiler.capture.worker", spec_path, wdir, timeout_s, progress)
@@ -463,6 +491,7 @@ def run_process(
     passthrough: bool = False,
     stdin: Path | None = None,
     grace_s: float = 1.0,
+    launch: Launch | None = None,
 ) -> ProcessResult:
     """Run ``python -m module spec_path`` in its own session with a time-out.
 
@@ -470,10 +499,15 @@ def run_process(
     ``passthrough``, also to this process's stdout and stderr as they come); its stdin is
     ``stdin`` or nothing. Progress events arrive as JSON lines on a pipe. On time-out or Ctrl-C
     the whole process group is killed (py-spy included) after ``grace_s`` seconds of SIGTERM;
-    Ctrl-C is then re-raised. ``timeout_s`` None: no time-out.
+    Ctrl-C is then re-raised. ``timeout_s`` None: no time-out. ``launch``: a worker of a
+    multi-worker job (its command prefix, environment and callbacks).
     """
     read_fd, write_fd = os.pipe()
     env = dict(os.environ, **CHILD_ENV, PROFILER_PROGRESS_FD=str(write_fd))
+    prefix: list[str] = []
+    if launch is not None:
+        env.update(launch.env)
+        prefix = list(launch.prefix)
     t0 = time.monotonic_ns()
     with (
         open(workdir / "stdout.log", "wb") as out,
@@ -482,7 +516,7 @@ def run_process(
     ):
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", module, str(spec_path.resolve())],
+                [*prefix, sys.executable, "-m", module, str(spec_path.resolve())],
                 stdin=inp,
                 stdout=subprocess.PIPE if passthrough else out,
                 stderr=subprocess.PIPE if passthrough else err,
@@ -494,6 +528,8 @@ def run_process(
             )
         finally:
             os.close(write_fd)
+        if launch is not None and launch.started is not None:
+            launch.started(proc)
         reader = threading.Thread(target=_pump, args=(read_fd, progress), daemon=True)
         reader.start()
         tees = []
@@ -648,6 +684,13 @@ def run_all(opts: RunOptions, run_dir: Path) -> list[WorkloadOutcome]:
                 slug += "_"
             used.add(slug)
             bar.start(i, spec.name)
+            if isinstance(spec, ScriptSpec) and opts.workers > 1:
+                from profiler.processes import workers
+
+                job = workers.run_job(spec, opts.params[spec.name], opts, run_dir, slug, bar.event)
+                outcomes.extend(job)
+                bar.finish(i, spec.name, FAILED if any(o.status != OK for o in job) else OK)
+                continue
             outcome = run_workload_process(
                 spec, opts.params[spec.name], opts, run_dir, slug, bar.event
             )

@@ -40,6 +40,7 @@ class WhatIfPhase(Phase):
     def __init__(self, budget: Budget, options: dict[str, Any]) -> None:
         super().__init__(budget)
         self.mode = str(options.get("whatif") or "on")
+        self.worker = bool(options.get("job_worker"))
         only = str(options.get("whatif_only") or "")
         self.only = {x.strip() for x in only.split(",") if x.strip()} or None
         self.variants: list[Any] | None = None
@@ -50,6 +51,11 @@ class WhatIfPhase(Phase):
     def applies_to(self, spec: WorkloadSpec) -> str | None:
         if self.mode == "off":
             return "--no-whatif"
+        if self.worker:
+            return (
+                "a worker of a multi-worker job: a what-if would change the step on this worker "
+                "alone, and its collectives would no longer match the other workers'"
+            )
         from profiler.capture.script.spec import ScriptSpec
 
         if not isinstance(spec, ScriptSpec):

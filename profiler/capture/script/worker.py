@@ -421,6 +421,7 @@ class ScriptRun:
             "graph_mode_ms": round(self.graph_ns / 1e6, 3),
             "max_steps": self.opts.get("max_steps"),
             "stdin": self.opts.get("stdin"),
+            "worker": self.opts.get("worker"),
             "marks": dict(self.marked),
             "detection": {
                 "steps_detected": detected,
