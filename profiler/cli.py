@@ -30,7 +30,8 @@ EXIT_DOC = """exit status:
   1    the run was written, but a workload failed or timed out (a script raised, or called
        sys.exit with another status: the report has the traceback's tail and the steps done)
   2    bad input: unknown workload, a number out of range, a missing script or one that is
-       not Python, a bad --step-function/--step-line; nothing is written
+       not Python, a bad --step-function/--step-line, a capture address that is malformed
+       or does not answer; nothing is written
   3    the output folder cannot be created or written
   130  interrupted (Ctrl-C); the partial run folder is kept"""
 
@@ -253,6 +254,30 @@ def build_parser() -> argparse.ArgumentParser:
     script.add_argument(
         "--stdin", type=Path, metavar="FILE", help="give the script FILE as its standard input"
     )
+
+    cap = sub.add_parser(
+        "capture",
+        help="profile a job already running elsewhere through its workers' profiler servers",
+        description="Ask every worker of a running tf.distribute job (each started "
+        "tf.profiler.experimental.server.start(PORT)) for the same D ms of trace, through "
+        "TensorFlow's profiler client, and write runs/<id>/ with one workload per worker, "
+        "attributed from its kernels, and the job's straggler named.",
+        epilog=EXIT_DOC,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cap.add_argument(
+        "addresses",
+        metavar="grpc://HOST:PORT[,grpc://HOST:PORT...]",
+        help="the workers' profiler servers, in task order",
+    )
+    cap.add_argument(
+        "--duration-ms",
+        type=_positive_int,
+        default=2000,
+        metavar="D",
+        help="milliseconds of trace from each worker (default 2000)",
+    )
+    cap.add_argument("--out", type=Path, default=Path("runs"), help="runs folder (default: runs)")
 
     sub.add_parser("list", help="list registered workloads")
     sub.add_parser("setup", help="fetch the report's charting library (done by make)")
@@ -597,6 +622,37 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_capture(args: argparse.Namespace) -> int:
+    from profiler.processes import capture, pipeline, rundir
+    from profiler.reports import text, viewmodel
+
+    if args.script:
+        raise UsageError(f"capture takes addresses, not a script: {args.script[0]}")
+    try:
+        addresses = capture.parse_addresses(args.addresses)
+        capture.check_reachable(addresses)
+    except capture.CaptureError as exc:
+        raise UsageError(f"capture: {exc}") from None
+    print(
+        f"capturing {len(addresses)} worker{'s' if len(addresses) > 1 else ''} for "
+        f"{args.duration_ms} ms ...",
+        file=sys.stderr,
+    )
+    try:
+        rundir.check_out(args.out)
+        result = capture.run(addresses, args.duration_ms, args.out)
+    except rundir.RunDirError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return pipeline.EXIT_OUTPUT
+    vm = viewmodel.build(result.summary)
+    print(text.table(vm))
+    answer = text.answer(vm)
+    if answer:
+        print(f"\n{answer}")
+    print(f"\nreport: {result.report_path}")
+    return result.exit_status
+
+
 def cmd_setup(_args: argparse.Namespace) -> int:
     from profiler import assets
 
@@ -609,6 +665,7 @@ COMMANDS = {
     "report": cmd_report,
     "compare": cmd_compare,
     "setup": cmd_setup,
+    "capture": cmd_capture,
 }
 
 

@@ -19,6 +19,7 @@ CATEGORY_LABELS = {
     "feed_fetch": "feed/fetch",
     "python": "Python",
     "tracing": "tracing",
+    "communication": "communication",
     "other": "other",
 }
 COLORS = {
@@ -27,6 +28,7 @@ COLORS = {
     "feed_fetch": "#ef6c00",
     "python": "#6a1b9a",
     "tracing": "#c62828",
+    "communication": "#00838f",
     "other": "#9e9e9e",
 }
 SERIES_COLORS = ("#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#c62828", "#00838f", "#5d4037")
@@ -313,3 +315,69 @@ def step_series(chart_id: str, label: str, series: dict[str, Any]) -> dict[str, 
         yaxis={"title": {"text": "µs per step"}, "type": "log"},
     )
     return {"id": chart_id, "title": f"{label}: every step's time", "data": data, "layout": layout}
+
+
+def job_bars(job: dict[str, Any]) -> dict[str, Any]:
+    """Stacked horizontal bars: each worker's typical step by category (a ``run --workers``
+    job); the straggler's bar is the one whose non-communication part is longest."""
+    workers = [w for w in job["workers"] if w.get("categories_us")]
+    labels = [
+        f"worker {w['index']}{' (straggler)' if w['index'] == job.get('straggler') else ''}"
+        for w in workers
+    ]
+    data = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": CATEGORY_LABELS[c],
+            "y": labels,
+            "x": [w["categories_us"].get(c) for w in workers],
+            "marker": {"color": COLORS[c]},
+            "hovertemplate": "%{y}<br>" + CATEGORY_LABELS[c] + ": %{x:,.1f} µs<extra></extra>",
+        }
+        for c in CATEGORIES
+    ]
+    layout = _layout(
+        barmode="stack",
+        height=max(220, 34 * len(workers) + 110),
+        xaxis={"title": {"text": "µs per training step (typical step)"}},
+        yaxis={"autorange": "reversed", "automargin": True},
+    )
+    return {
+        "id": "chart-job",
+        "title": "each worker's step by category",
+        "data": data,
+        "layout": layout,
+    }
+
+
+def job_steps(job: dict[str, Any]) -> dict[str, Any]:
+    """Step by step, each worker's busy time (its step less its communication): the highest
+    line in a step is the straggler the others waited for."""
+    steps = job["steps"]
+    data = []
+    for i, w in enumerate(job["workers"]):
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"worker {w['index']}",
+                "x": [s["step"] for s in steps],
+                "y": [s["busy_us"][i] for s in steps],
+                "marker": {"size": 5, "color": SERIES_COLORS[i % len(SERIES_COLORS)]},
+                "hovertemplate": "step %{x}<br>busy %{y:,.1f} µs<extra>worker "
+                + str(w["index"])
+                + "</extra>",
+            }
+        )
+    layout = _layout(
+        height=300,
+        xaxis={"title": {"text": "step"}},
+        yaxis={"title": {"text": "µs outside communication"}, "rangemode": "tozero"},
+    )
+    return {
+        "id": "chart-job-steps",
+        "title": "stragglers, step by step",
+        "data": data,
+        "layout": layout,
+    }

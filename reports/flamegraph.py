@@ -39,6 +39,7 @@ COLOURS: dict[str, str] = {
     "feed_fetch": "#2196f3",
     "python": "#fdd835",
     "tracing": "#9c27b0",
+    "communication": "#00acc1",
     "other": "#9e9e9e",
     "native_session": "#26a69a",
     "native_eager": "#26a69a",

@@ -25,6 +25,7 @@ LABELS = {
     "feed_fetch": "feed/fetch",
     "python": "Python",
     "tracing": "tracing",
+    "communication": "communication",
     "other": "other (unexplained)",
 }
 

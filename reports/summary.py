@@ -40,8 +40,11 @@ from profiler.model.records import LinesData, SampledData
 
 #: 1: the foundation; 2 (additive): phase data, sampling, attribution, experiments, diagnoses,
 #: training efficiency and script runs; 3 (additive): each phase's data is its typed record in
-#: full (fields a record leaves unset are null, no longer absent), pairs carry their id.
-SCHEMA_VERSION = 4
+#: full (fields a record leaves unset are null, no longer absent), pairs carry their id;
+#: 4 (additive): what-ifs' removes_share and group, experiments.seed_whatifs; 5: the
+#: ``communication`` category (a required key of every category map), a workload's ``worker``,
+#: the run's ``job``.
+SCHEMA_VERSION = 5
 TOOL_NAME = "training-loop-profiler"
 
 
@@ -367,10 +370,13 @@ def workload_summary(
         entry["whatif"] = [_whatif_obj(w) for w in wa.whatifs]
     entry["sampling"] = _sampling_obj(wa)
     entry["attribution"] = _attribution_obj(wa.attribution, wa.checks)
-    if trace.script:
+    if trace.script.get("path"):
         # A user's script (profiler.capture.script): how it ran, how its steps were found,
         # how it ended.
         entry["script"] = trace.script
+    if trace.script.get("worker"):
+        # One worker of a job (run --workers, or a host of a capture).
+        entry["worker"] = trace.script["worker"]
     return entry
 
 
@@ -433,6 +439,7 @@ def build(
             "experiments": analysis.experiments,
             "diagnoses": [d.to_json() for d in analysis.diagnoses],
             "efficiency": analysis.efficiency,
+            "job": analysis.job.to_json() if analysis.job is not None else None,
         }
     )
     # The environment section is recorded on purpose (an allow-list); everything else is

@@ -263,6 +263,11 @@ def build(summary: dict[str, Any]) -> dict[str, Any]:
     chart_list = []
     if any(r["typical_us"] for r in rows):
         chart_list.append(charts.step_bars(rows))
+    job = summary.get("job")
+    if job and job.get("workers"):
+        chart_list.append(charts.job_bars(job))
+        if job.get("steps"):
+            chart_list.append(charts.job_steps(job))
     if cmp:
         chart_list.append(charts.waterfall(cmp))
     if x and any(p["status"] == "ok" and p["predicted_saving_us"] for p in x["pairs"]):
@@ -308,6 +313,7 @@ def build(summary: dict[str, Any]) -> dict[str, Any]:
             {"label": r["label"], "status": r["status"], "error": r["error"]} for r in failed
         ],
         "comparison": cmp,
+        "job": job or None,
         "experiments": x,
         "sweep": sweep_items,
         "crossover": (x or {}).get("crossover"),

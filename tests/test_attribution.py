@@ -90,6 +90,7 @@ def test_hooks_and_kernels_split_a_step_exactly_by_hand():
         "feed_fetch": 300,
         "python": 300,
         "tracing": 0,
+        "communication": 0,
         "other": 0,
     }
     assert att.parts["dispatch.per_op"] == 150 and att.parts["dispatch.per_call"] == 100
@@ -181,6 +182,7 @@ def test_samples_give_shares_of_the_timed_step():
         "feed_fetch": 0,
         "python": 600,
         "tracing": 0,
+        "communication": 0,
         "other": 0,
     }
 

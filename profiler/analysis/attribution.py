@@ -51,8 +51,8 @@ from profiler.model.records import (
     SampledData,
 )
 
-COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING, OTHER = CATEGORIES
-EXPLAINED = (COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING)
+COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING, COMMUNICATION, OTHER = CATEGORIES
+EXPLAINED = (COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING, COMMUNICATION)
 
 #: What measures each category when it is missing (``Attribution.not_measured``).
 FRAMEWORK_PHASE = "the framework phase (kernel time)"
@@ -102,9 +102,12 @@ class Attribution:
 
     @property
     def overhead_share(self) -> float | None:
-        """Everything but ``compute``, as a share of the typical step (None when the kernels
-        were not measured: unknown is not zero)."""
-        return 1.0 - self.share(COMPUTE) if self.measured(COMPUTE) else None
+        """Everything but ``compute`` and ``communication`` (a job's collectives: waiting or
+        transferring, not per-call work), as a share of the typical step (None when the
+        kernels were not measured: unknown is not zero)."""
+        if not self.measured(COMPUTE):
+            return None
+        return 1.0 - self.share(COMPUTE) - self.share(COMMUNICATION)
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -154,6 +157,8 @@ class Kernels:
     executor_ns: float
     source: str
     run_call_ns: float = 0.0
+    #: Collective ops' time outside compute kernels (all-reduce and the wait in it).
+    communication_ns: float = 0.0
 
 
 def kernels(trace: WorkloadTrace) -> Kernels | None:
@@ -193,7 +198,9 @@ def kernels(trace: WorkloadTrace) -> Kernels | None:
         compute = float(fw.median_ns.compute_union_ns) / k + extra
     else:
         compute = max(union + extra - data_ns, 0.0)
-    return Kernels(compute, data_ns, executor, source, float(fw.median_ns.run_call_ns) / k)
+    m = fw.median_ns
+    communication = float(max(m.collective_ns - m.collective_overlap_ns, 0)) / k
+    return Kernels(compute, data_ns, executor, source, float(m.run_call_ns) / k, communication)
 
 
 # --- the sources -----------------------------------------------------------------------------
@@ -306,10 +313,19 @@ def _split_native(native: float, kern: Kernels | None, b: _Builder, source: str)
         ratio = min((kern.compute_ns + kern.data_ns) / kern.run_call_ns, 1.0)
         compute = min(compute, native * ratio * kern.compute_ns / (kern.compute_ns + kern.data_ns))
     data = min(kern.data_ns, native - compute)
-    rest = native - compute - data
+    comm = min(kern.communication_ns, native - compute - data)
+    rest = native - compute - data - comm
     b.add(COMPUTE, compute, kern.source)
     b.add(FEED_FETCH, data, "kernels: tf.data iterator ops in the capture", "data_ops")
-    per_op = min(max(kern.executor_ns - compute - data, 0.0), rest) if kern.executor_ns else 0.0
+    b.add(
+        COMMUNICATION,
+        comm,
+        "kernels: collective ops in the capture (the all-reduce and its wait for the other "
+        "workers), less the time they overlap compute kernels",
+    )
+    per_op = (
+        min(max(kern.executor_ns - compute - data - comm, 0.0), rest) if kern.executor_ns else 0.0
+    )
     b.add(DISPATCH, per_op, f"{source}, less kernels; executor time from the capture", "per_op")
     if kern.executor_ns:
         b.add(DISPATCH, rest - per_op, f"{source}, less the executor's time", "per_call")
@@ -419,7 +435,10 @@ def _per_call_is_tracing(trace: WorkloadTrace, b: _Builder) -> None:
 def _kernels_only(b: _Builder, kern: Kernels, reference: int) -> None:
     """Only the framework capture measured the step: its kernels and the native call around
     them; the Python side is not measured (it is in ``other``)."""
-    native = min(max(kern.run_call_ns, kern.compute_ns + kern.data_ns), float(reference))
+    native = min(
+        max(kern.run_call_ns, kern.compute_ns + kern.data_ns + kern.communication_ns),
+        float(reference),
+    )
     _split_native(native, kern, b, "kernels: the native call in the framework capture")
     for c in (FEED_FETCH, PYTHON, TRACING):
         b.not_measured.setdefault(c, PYTHON_SIDE)

@@ -106,6 +106,7 @@ class RunAnalysis:
     experiments: dict[str, Any] | None = None
     efficiency: dict[str, Any] | None = None
     diagnoses: tuple[Any, ...] = ()
+    job: Any = None
 
     def workload(self, name: str) -> WorkloadAnalysis | None:
         return next((w for w in self.workloads if w.name == name), None)
@@ -233,6 +234,7 @@ def analyse(
 
     from profiler.analysis import efficiency_pairs
     from profiler.analysis import experiments as exp
+    from profiler.analysis import job as job_mod
     from profiler.diagnoses import performance
     from profiler.workloads import casestudy
 
@@ -254,5 +256,11 @@ def analyse(
         if efficiency_raw is not None
         else None
     )
-    found = performance.diagnose(per, x_section)
-    return RunAnalysis(tuple(per), x_section, eff, tuple(found))
+    workers = [
+        (int(info["index"]), w.name, w.trace, w.attribution)
+        for w in per
+        if (info := job_mod.worker_of(w.trace)) is not None
+    ]
+    job = job_mod.analyse(workers)
+    found = performance.diagnose(per, x_section, job)
+    return RunAnalysis(tuple(per), x_section, eff, tuple(found), job)

@@ -50,7 +50,7 @@ from profiler.capture.schedule import Windows
 from profiler.capture.script.driver import StepDriver
 from profiler.model import CATEGORIES, Frame
 
-COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING, OTHER = CATEGORIES
+COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING, COMMUNICATION, OTHER = CATEGORIES
 
 #: Not a category: the frame says nothing about the cause; its caller decides.
 CALLER = "<caller>"

@@ -47,7 +47,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         "label": spec.label,
         "framework": framework,
         "mode": mode,
-        "script": bool(trace.script),
+        "script": bool((trace.script or {}).get("path")),
         "uses_function": (
             framework == "keras"
             or mode == "function"
@@ -63,6 +63,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         "feed_fetch_us": typ["feed_fetch"],
         "python_us": typ["python"],
         "tracing_us": typ["tracing"],
+        "communication_us": typ.get("communication"),
         "other_us": typ["other"],
         "overhead_pct": 100 * att.overhead_share if att.overhead_share is not None else None,
         "feed_us": parts.get("feed_fetch.feed"),
@@ -80,7 +81,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     if f["fetch_value_us"] is not None:
         f["fetch_value_pct"] = 100 * f["fetch_value_us"] / step if step else None
     if typ["compute"] is not None:
-        f["overhead_us"] = step - typ["compute"]
+        f["overhead_us"] = step - typ["compute"] - (typ.get("communication") or 0.0)
     if step and typ["python"] is not None and typ["dispatch"] is not None:
         f["python_dispatch_us"] = typ["python"] + typ["dispatch"]
         f["python_dispatch_pct"] = 100 * f["python_dispatch_us"] / step
@@ -642,9 +643,14 @@ WHATIF_FOR: dict[str, tuple[str, ...]] = {
 }
 
 
-def diagnose(workloads: Sequence[Any], experiments: Mapping[str, Any] | None) -> list[Diagnosis]:
-    """Every rule that fires on every workload (``WorkloadAnalysis``) of the run; a fix that
-    a what-if measured on the workload's own loop quotes what it measured."""
+def diagnose(
+    workloads: Sequence[Any], experiments: Mapping[str, Any] | None, job: Any = None
+) -> list[Diagnosis]:
+    """Every rule that fires on every workload (``WorkloadAnalysis``) of the run, and on the
+    job its workers make (``profiler.diagnoses.job``); a fix that a what-if measured on the
+    workload's own loop quotes what it measured."""
+    from profiler.diagnoses import job as job_rules
+
     all_facts = [f for f in (facts(w, experiments) for w in workloads) if f is not None]
     found = evaluate(RULES, "workload", all_facts)
     measured = {w.name: {m.id: m for m in getattr(w, "whatifs", ())} for w in workloads}
@@ -655,6 +661,7 @@ def diagnose(workloads: Sequence[Any], experiments: Mapping[str, Any] | None) ->
             if m is not None and m.measured_us is not None:
                 d = dataclasses.replace(d, fix=f"{d.fix} {measured_sentence(m)}")
         out.append(d)
+    out += job_rules.diagnose(job)
     return ranked(out)
 
 

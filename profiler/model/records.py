@@ -212,6 +212,8 @@ class StepColumns:
     eager_op_ns: tuple[int, ...] = ()
     data_op_ns: tuple[int, ...] = ()
     compute_union_ns: tuple[int, ...] = ()
+    collective_ns: tuple[int, ...] = ()
+    collective_overlap_ns: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +231,8 @@ class StepMedians:
     eager_op_ns: int = 0
     data_op_ns: int = 0
     compute_union_ns: int = 0
+    collective_ns: int = 0
+    collective_overlap_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,15 @@ from typing import Any
 from profiler.model.records import PHASE_DATA, PhaseData
 
 #: Every step's wall time is split into these causes (README, "Categories").
-CATEGORIES: tuple[str, ...] = ("compute", "dispatch", "feed_fetch", "python", "tracing", "other")
+CATEGORIES: tuple[str, ...] = (
+    "compute",
+    "dispatch",
+    "feed_fetch",
+    "python",
+    "tracing",
+    "communication",
+    "other",
+)
 
 #: Phase names, in the fixed order a workload process runs them.
 PHASE_ORDER: tuple[str, ...] = ("timed", "sampled", "lines", "framework", "hooks", "whatif")

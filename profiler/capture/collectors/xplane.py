@@ -98,6 +98,8 @@ STEP_COLUMNS: tuple[str, ...] = (
     "eager_op_ns",
     "data_op_ns",
     "compute_union_ns",
+    "collective_ns",
+    "collective_overlap_ns",
 )
 
 #: Kernels of the input pipeline (tf.data iterators): their time is feeding data, not
@@ -143,6 +145,17 @@ class XEvent:
         return self.start_ns + self.dur_ns
 
 
+#: Collective ops of ``tf.distribute`` (all-reduce, all-gather, broadcast, all-to-all; NCCL on a
+#: GPU): an async kernel whose event lasts until the collective is done, so it holds the wait
+#: for the slower workers as well as the transfer.
+COLLECTIVE_OPS = re.compile(r"^(Collective\w*|Nccl\w*)$")
+
+
+def is_collective(e: XEvent) -> bool:
+    """Whether a kernel event is a collective op (communication between workers)."""
+    return bool(COLLECTIVE_OPS.match(e.kernel))
+
+
 def is_data(e: XEvent) -> bool:
     """Whether a kernel event is the input pipeline's (by op, or by the thread it ran on)."""
     return bool(DATA_OPS.search(e.kernel)) or e.track.startswith(DATA_TRACK)
@@ -157,12 +170,14 @@ class Capture:
         steps: step index -> (start_ns, end_ns) of its ``train`` marker, capture clock.
         events: classified events whose start lies in one of those steps, by start time.
         missing: requested steps that have no marker in the capture.
+        inferred: without markers, the function whose calls are the steps (``parse(infer=)``).
     """
 
     path: Path
     steps: dict[int, tuple[int, int]]
     events: tuple[XEvent, ...]
     missing: tuple[int, ...] = ()
+    inferred: str = ""
 
 
 def normalise_kernel(kernel: str) -> str:
@@ -256,12 +271,43 @@ def _stat_reader(plane: Any) -> Any:
     return read
 
 
-def parse(path: Path, steps: Iterable[int] | None = None) -> Capture:
+def inferred_steps(plane: Any, stats_of: Any) -> tuple[dict[int, tuple[int, int]], str]:
+    """Steps of a capture without ``train`` markers (a job profiled from outside): each call of
+    the ``tf.function`` called most often (at least ``MIN_INFERRED`` times) is a step, from its
+    start to the next call's start (the last call, with no next, is left out). Returns the
+    steps and the function's name (empty: none found)."""
+    metadata = plane.event_metadata
+    calls: dict[str, list[int]] = {}
+    for line in plane.lines:
+        base_ns = line.timestamp_ns
+        for ev in line.events:
+            if "tf_function_call" not in stats_of(ev.stats):
+                continue
+            name = metadata[ev.metadata_id].name
+            calls.setdefault(name, []).append(base_ns + ev.offset_ps // 1000)
+    if not calls:
+        return {}, ""
+    name, starts = max(calls.items(), key=lambda kv: len(kv[1]))
+    if len(starts) < MIN_INFERRED:
+        return {}, ""
+    starts.sort()
+    return {i: (starts[i], starts[i + 1]) for i in range(len(starts) - 1)}, name
+
+
+#: Calls of one tf.function a capture needs for its steps to be inferred from them.
+MIN_INFERRED = 3
+
+
+def parse(path: Path, steps: Iterable[int] | None = None, infer: bool = False) -> Capture:
     """Read ``path`` and classify the events of ``steps`` (all marked steps if None).
+
+    ``infer``: a capture without ``train`` markers gets its steps from its most-called
+    ``tf.function`` (``inferred_steps``; ``Capture.inferred`` names it).
 
     Raises:
         XPlaneError: the file is unreadable, corrupt or truncated, has no host plane, or none
-            of the requested steps has a ``train`` marker.
+            of the requested steps has a ``train`` marker (nor, with ``infer``, a function
+            called often enough to be the step).
     """
     path = Path(path)
     space = read_xspace(path)
@@ -282,6 +328,11 @@ def parse(path: Path, steps: Iterable[int] | None = None) -> Capture:
                 continue
             start = base_ns + ev.offset_ps // 1000
             marks[int(step)] = (start, start + ev.duration_ps // 1000)
+    inferred = ""
+    if not marks and infer:
+        marks, inferred = inferred_steps(plane, stats_of)
+        if wanted is not None:
+            marks = {k: v for k, v in marks.items() if k in wanted}
     if not marks:
         which = "any step" if wanted is None else f"steps {_span_text(wanted)}"
         raise XPlaneError(
@@ -303,7 +354,7 @@ def parse(path: Path, steps: Iterable[int] | None = None) -> Capture:
         events.extend(_classify_line(line, track, metadata, stats_of, step_of))
     events.sort(key=lambda e: (e.start_ns, -e.dur_ns))
     missing = tuple(sorted(wanted - set(marks))) if wanted is not None else ()
-    return Capture(path=path, steps=marks, events=tuple(events), missing=missing)
+    return Capture(path=path, steps=marks, events=tuple(events), missing=missing, inferred=inferred)
 
 
 def _span_text(steps: set[int]) -> str:
@@ -404,9 +455,23 @@ def step_table(capture: Capture) -> StepColumns:
             "eager_op_ns": sum(e.dur_ns for e in eager),
             "data_op_ns": union_ns((e.start_ns, min(e.end_ns, end)) for e in kernels if is_data(e)),
             "compute_union_ns": union_ns(
-                (e.start_ns, min(e.end_ns, end)) for e in kernels if not is_data(e)
+                (e.start_ns, min(e.end_ns, end))
+                for e in kernels
+                if not is_data(e) and not is_collective(e)
             ),
         }
+        coll = [(e.start_ns, min(e.end_ns, end)) for e in kernels if is_collective(e)]
+        row["collective_ns"] = union_ns(coll)
+        if coll:
+            compute = [
+                (e.start_ns, min(e.end_ns, end))
+                for e in kernels
+                if not is_data(e) and not is_collective(e)
+            ]
+            both = union_ns([*coll, *compute])
+            row["collective_overlap_ns"] = row["collective_ns"] + row["compute_union_ns"] - both
+        else:
+            row["collective_overlap_ns"] = 0
         for c in STEP_COLUMNS:
             cols[c].append(row[c])
     return StepColumns(**{c: tuple(v) for c, v in cols.items()})
