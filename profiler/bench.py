@@ -9,7 +9,9 @@ finished run with ``--run``) and prints, with the goal next to each figure:
 * each experiment pair's predicted and measured saving and the error
   (goal: within max(25%, 3 µs) of the measurement);
 * per script of the real-world corpus (``profiler.bench_scripts``): its wall time alone and
-  profiled with default options, the phases that ran, the start-up capture's cost.
+  profiled with default options, the phases that ran, the start-up capture's cost;
+* multi-worker jobs (``profiler.bench_jobs``): 1 and 2 workers, and an injected straggler's
+  delay against what the job analysis attributes to it.
 
 Benchmarks print figures; they do not fail on a missed goal (tests check correctness; these are
 measurements of a noisy machine). The exit status is 0 unless the run itself could not be made.
@@ -151,7 +153,16 @@ def main(argv: list[str] | None = None) -> int:
         "and the seed-000 scripts",
     )
     parser.add_argument("--no-scripts", action="store_true", help="skip the scripts' table")
+    parser.add_argument(
+        "--jobs", action="store_true", help="only the multi-worker jobs' table (run --workers)"
+    )
+    parser.add_argument("--no-jobs", action="store_true", help="skip the multi-worker jobs")
     args = parser.parse_args(argv)
+    if args.jobs:
+        from profiler import bench_jobs
+
+        print(bench_jobs.main())
+        return 0
     if args.scripts is not None:
         from profiler import bench_scripts
 
@@ -180,6 +191,11 @@ def main(argv: list[str] | None = None) -> int:
 
         print()
         print(bench_scripts.main(bench_scripts.default_corpus()))
+    if not args.no_jobs:
+        from profiler import bench_jobs
+
+        print()
+        print(bench_jobs.main())
     return 0
 
 

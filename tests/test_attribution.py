@@ -98,9 +98,9 @@ def test_hooks_and_kernels_split_a_step_exactly_by_hand():
     assert att.parts["feed_fetch.cast"] == 30
     # A step as long as the reference keeps the parts; a longer one puts its excess in other;
     # a shorter one gets the parts scaled to it.
-    assert att.steps[0] == (150, 250, 300, 300, 0, 0)
-    assert att.steps[9] == (150, 250, 300, 300, 0, 4000)
-    assert att.steps[8] == (60, 100, 120, 120, 0, 0)
+    assert att.steps[0] == (150, 250, 300, 300, 0, 0, 0)
+    assert att.steps[9] == (150, 250, 300, 300, 0, 0, 4000)
+    assert att.steps[8] == (60, 100, 120, 120, 0, 0, 0)
     assert att.overhead_share == pytest.approx(0.85)
     # The hooks window (less the hooks' cost: 800 ns) ran 20% faster than the timed one.
     assert any("20% faster than the timed window" in n for n in att.notes)
@@ -202,7 +202,7 @@ def test_no_sources_leave_the_whole_step_other():
     att = attribution.attribute(_trace([700] * 4))
     assert att.method == "none"
     assert att.typical["other"] == 700
-    assert att.steps == ((0, 0, 0, 0, 0, 700),) * 4
+    assert att.steps == ((0, 0, 0, 0, 0, 0, 700),) * 4
 
 
 def test_units_of_k_steps_are_split_per_unit_and_reported_per_step():
@@ -210,7 +210,7 @@ def test_units_of_k_steps_are_split_per_unit_and_reported_per_step():
     work = WorkDecl(10_000, k, 1, 150_000, 1, units_per_step=k)
     att = attribution.attribute(_trace([10_000] * 10, work=work))
     assert att.reference_ns == 1_000
-    assert att.steps[0] == (0, 0, 0, 0, 0, 10_000)
+    assert att.steps[0] == (0, 0, 0, 0, 0, 0, 10_000)
     assert summary._attribution_obj(att, [])["typical_us"]["other"] == 1.0
 
 

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from profiler.analysis import compare
+from profiler.model import CATEGORIES
 from tests.test_cli import cli
 
 
 def _entry(name: str, step: float, **typical: float) -> dict:
-    cats = dict.fromkeys(("compute", "dispatch", "feed_fetch", "python", "tracing", "other"), 0.0)
+    cats = dict.fromkeys(CATEGORIES, 0.0)
     cats.update(typical)
     assert sum(cats.values()) == pytest.approx(step)
     return {

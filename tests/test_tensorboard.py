@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 
 from profiler.analysis import attribution
-from profiler.model import MetricPoint, PhaseRecord, Segment, Window, WorkDecl, WorkloadTrace
+from profiler.model import (
+    CATEGORIES,
+    MetricPoint,
+    PhaseRecord,
+    Segment,
+    Window,
+    WorkDecl,
+    WorkloadTrace,
+)
 from profiler.reports import tensorboard
 from tests.conftest import REPO, python_env
 from tests.tf_capture import FRAMEWORK_STEPS, TIMED_STEPS, outcome, tf_run
@@ -51,7 +59,7 @@ def test_scalars_by_hand(tmp_path):
     # No phase explains anything in this trace: each timed step is all "other".
     assert by_category == {
         (f"time_by_category/{c}", step, value if c == "other" else 0.0)
-        for c in ("compute", "dispatch", "feed_fetch", "python", "tracing", "other")
+        for c in CATEGORIES
         for step, value in ((2, 2.0), (3, 3.0))
     }
     assert got == {
@@ -112,10 +120,7 @@ _WANTED_TAGS = {
     "loss/by_updates",
     "phase_step_time_us/framework",
     "phase_step_time_us/hooks",
-    *(
-        f"time_by_category/{c}"
-        for c in ("compute", "dispatch", "feed_fetch", "python", "tracing", "other")
-    ),
+    *(f"time_by_category/{c}" for c in CATEGORIES),
 }
 
 
@@ -251,7 +256,7 @@ def test_scalars_plugin_lists_our_tags_and_points(board):
     # Time by category: at every step the six categories add up to the step time.
     by_cat = {
         c: _get(base, "/data/plugin/scalars/scalars", run="tf1_gd", tag=f"time_by_category/{c}")
-        for c in ("compute", "dispatch", "feed_fetch", "python", "tracing", "other")
+        for c in CATEGORIES
     }
     step_time = {p[1]: p[2] for p in points}
     for i, (_wall, step, _value) in enumerate(by_cat["compute"]):

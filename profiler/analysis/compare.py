@@ -64,12 +64,10 @@ def one(a_doc: dict, a: dict, b_doc: dict, b: dict) -> dict[str, Any]:
     at, bt = a["attribution"], b["attribution"]
     a_step, b_step = at["reference_us"], bt["reference_us"]
     # A category one side did not measure has no difference (unknown is not zero).
+    # A run of an older schema lacks a newer category (communication): not measured there.
+    ta, tb = at["typical_us"], bt["typical_us"]
     diff = {
-        c: (
-            at["typical_us"][c] - bt["typical_us"][c]
-            if at["typical_us"][c] is not None and bt["typical_us"][c] is not None
-            else None
-        )
+        c: (ta[c] - tb[c] if ta.get(c) is not None and tb.get(c) is not None else None)
         for c in CATEGORIES
     }
     ratio = a_step / b_step if b_step else None

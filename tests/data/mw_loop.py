@@ -1,0 +1,80 @@
+"""A small MultiWorkerMirroredStrategy training loop, one process per worker (TF_CONFIG).
+
+Environment (test and bench knobs, read by every worker; each acts on its own task index):
+  MW_STEPS         steps to run (default 400)
+  MW_SLOW_WORKER   the task index that sleeps MW_SLOW_MS milliseconds after every step
+  MW_SLOW_MS       the injected straggler's delay per step
+  MW_RAISE_WORKER  the task index that raises RuntimeError at step MW_RAISE_AT
+  MW_RAISE_AT      the step at which it raises (default 50)
+  MW_PROFILER_PORT start TensorFlow's profiler server on this port + the task index
+  MW_KERAS         1: train a small Keras model with fit instead of the custom loop
+"""
+
+import json
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+steps = int(os.environ.get("MW_STEPS", "400"))
+slow_s = (
+    float(os.environ.get("MW_SLOW_MS", "0")) / 1e3
+    if os.environ.get("MW_SLOW_WORKER") == str(index)
+    else 0.0
+)
+raise_at = (
+    int(os.environ.get("MW_RAISE_AT", "50"))
+    if os.environ.get("MW_RAISE_WORKER") == str(index)
+    else -1
+)
+if os.environ.get("MW_PROFILER_PORT"):
+    tf.profiler.experimental.server.start(int(os.environ["MW_PROFILER_PORT"]) + index)
+
+rng = np.random.default_rng(0)
+x = rng.random((4096, 32), dtype=np.float32)
+y = x.sum(axis=1, keepdims=True).astype(np.float32)
+ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(64)
+
+if os.environ.get("MW_KERAS") == "1":
+
+    class Slow(tf.keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch + 1 == raise_at:
+                raise RuntimeError(f"worker {index} failed at step {batch + 1}")
+            if slow_s:
+                time.sleep(slow_s)
+
+    with strategy.scope():
+        model = tf.keras.Sequential(
+            [tf.keras.Input((32,)), tf.keras.layers.Dense(16, "relu"), tf.keras.layers.Dense(1)]
+        )
+        model.compile(optimizer="sgd", loss="mse")
+    model.fit(ds, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[Slow()])
+    print(f"worker {index}: done")
+else:
+    with strategy.scope():
+        w = tf.Variable(tf.zeros((32, 1)))
+        opt = tf.keras.optimizers.SGD(0.01)
+    it = iter(strategy.experimental_distribute_dataset(ds))
+
+    @tf.function
+    def train_step(iterator):
+        def step(xb, yb):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean((xb @ w - yb) ** 2)
+            opt.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
+            return loss
+
+        xb, yb = next(iterator)
+        return strategy.reduce(tf.distribute.ReduceOp.MEAN, strategy.run(step, (xb, yb)), None)
+
+    for i in range(steps):
+        if i == raise_at:
+            raise RuntimeError(f"worker {index} failed at step {i}")
+        loss = train_step(it)
+        if slow_s:
+            time.sleep(slow_s)
+    print(f"worker {index}: loss {float(loss):.6f}")
