@@ -30,8 +30,13 @@ raise_at = (
     if os.environ.get("MW_RAISE_WORKER") == str(index)
     else -1
 )
-if os.environ.get("MW_PROFILER_PORT"):
-    tf.profiler.experimental.server.start(int(os.environ["MW_PROFILER_PORT"]) + index)
+
+
+def profiler_server():
+    # Started once the step is built, as a job does before it trains.
+    if os.environ.get("MW_PROFILER_PORT"):
+        tf.profiler.experimental.server.start(int(os.environ["MW_PROFILER_PORT"]) + index)
+
 
 rng = np.random.default_rng(0)
 x = rng.random((4096, 32), dtype=np.float32)
@@ -52,6 +57,7 @@ if os.environ.get("MW_KERAS") == "1":
             [tf.keras.Input((32,)), tf.keras.layers.Dense(16, "relu"), tf.keras.layers.Dense(1)]
         )
         model.compile(optimizer="sgd", loss="mse")
+    profiler_server()
     model.fit(ds, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[Slow()])
     print(f"worker {index}: done")
 else:
@@ -71,6 +77,7 @@ else:
         xb, yb = next(iterator)
         return strategy.reduce(tf.distribute.ReduceOp.MEAN, strategy.run(step, (xb, yb)), None)
 
+    profiler_server()
     for i in range(steps):
         if i == raise_at:
             raise RuntimeError(f"worker {index} failed at step {i}")
