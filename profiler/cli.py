@@ -252,6 +252,14 @@ def build_parser() -> argparse.ArgumentParser:
         "where allowed), each profiled, attributed per worker with the stragglers named",
     )
     script.add_argument(
+        "--worker-stall",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="with --workers: a job in which no worker finishes a step for S seconds is hung "
+        "and stopped, each worker recorded as hung (default 120)",
+    )
+    script.add_argument(
         "--stdin", type=Path, metavar="FILE", help="give the script FILE as its standard input"
     )
 
@@ -383,6 +391,8 @@ def _script_spec(args: argparse.Namespace) -> object | None:
         given += [f"no_{o}" for o in SCRIPT_SWITCHES if getattr(args, o) is False]
         if args.workers > 1:
             given.append("workers")
+        if args.worker_stall:
+            given.append("worker_stall")
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise UsageError(f"{flag} applies to a script: run [options] SCRIPT.py [its arguments]")
@@ -393,6 +403,8 @@ def _script_spec(args: argparse.Namespace) -> object | None:
     script, *argv = args.script
     if args.workers > MAX_WORKERS:
         raise UsageError(f"--workers {args.workers}: at most {MAX_WORKERS} on one machine")
+    if args.worker_stall and args.workers < 2:
+        raise UsageError("--worker-stall applies to a job: give --workers N as well")
     if args.workers > 1 and args.repeat:
         raise UsageError("--repeat does not apply to a job of --workers (its workers run once)")
     try:
@@ -486,6 +498,7 @@ def run_options(args: argparse.Namespace) -> Any:
             **({"warmup_fixed": True} if args.warmup else {}),
             "whatif": args.whatif,
             **({"whatif_only": args.whatif_only} if args.whatif_only else {}),
+            **({"worker_stall_s": args.worker_stall} if args.worker_stall else {}),
         },
         experiments=(
             args.experiments

@@ -170,7 +170,7 @@ def test_capture_of_two_running_workers_writes_a_run_with_both(tmp_path: Path) -
             )
         for i in range(2):
             _wait_for_port(profiler_port + i, procs, 120)
-        time.sleep(4)  # past the job's first steps
+        time.sleep(2)  # past the job's first steps
         addrs = ",".join(f"grpc://127.0.0.1:{profiler_port + i}" for i in range(2))
         out = subprocess.run(
             [
@@ -239,3 +239,56 @@ def test_a_bad_capture_address_is_one_line_and_exit_2(
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: capture: ") and says in lines[0]
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.browser
+def test_the_report_draws_each_worker_and_the_stragglers(straggler_job) -> None:
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    from profiler.bench import CHROMIUM_ARGS
+    from profiler.reports import viewmodel
+
+    run, doc, _ = straggler_job
+    vm = viewmodel.build(doc)
+    assert {"chart-job", "chart-job-steps"} <= set(vm["chart_ids"])
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+            args=list(CHROMIUM_ARGS),
+        )
+        page = browser.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((run / "report.html").as_uri())
+        page.wait_for_function(
+            "document.body.getAttribute('data-charts-rendered') !== null", timeout=15_000
+        )
+        rendered = int(page.evaluate("document.body.getAttribute('data-charts-rendered')"))
+        bars = page.locator("#chart-job .barlayer .point path").count()
+        points = page.locator("#chart-job-steps .scatterlayer .point").count()
+        section = page.locator("#job").inner_text()
+        browser.close()
+    assert errors == []
+    assert rendered == len(vm["charts"])
+    assert bars >= 4  # two workers, at least two categories each
+    assert points == 2 * len(doc["job"]["steps"])
+    assert "Worker 1 is the straggler" in section
+
+
+def test_a_hung_worker_stops_the_job_and_each_worker_is_recorded_as_hung(tmp_path: Path) -> None:
+    os.environ.update(MW_STEPS="3000", MW_HANG_WORKER="1", MW_HANG_AT="250")
+    try:
+        out = cli(tmp_path, "--workers", "2", "--worker-stall", "15", str(LOOP), timeout=400)
+    finally:
+        for k in ("MW_STEPS", "MW_HANG_WORKER", "MW_HANG_AT"):
+            os.environ.pop(k, None)
+    assert out.returncode == 1, out.stderr[-3000:]
+    doc = json.loads((only_run(tmp_path) / "summary.json").read_text())
+    summary.validate(doc)
+    for w in doc["workloads"]:
+        assert w["status"] == "failed"
+        assert w["error"].startswith("hung: no worker finished a step for"), w["error"]
+        assert any(p["status"] == "ok" for p in w["phases"])
+    assert not _leftovers(tmp_path)

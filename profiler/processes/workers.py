@@ -14,7 +14,8 @@ host's loopback and the job's record says so.
 
 Faults: a worker that fails stops the job. The others (which would wait in a collective for
 it forever) get ``STOP_GRACE_S`` to end on their own, then SIGTERM (what they measured is
-kept), then SIGKILL. A job in which no worker finished a step for ``STALL_S`` (a hung worker
+kept), then SIGKILL. A job in which no worker finished a step for ``STALL_S`` (``--worker-stall
+S``; a hung worker
 hangs the others at the next all-reduce) is stopped the same way and each worker is recorded
 as hung. The namespace's holder process goes with the job.
 """
@@ -185,6 +186,7 @@ def run_job(
 ) -> list[runner.WorkloadOutcome]:
     """Run ``opts.workers`` workers of ``spec`` together; one outcome per worker, in order."""
     n = opts.workers
+    stall_s = float(opts.options.get("worker_stall_s") or STALL_S)
     ns, why_not = Namespace.open()
     cluster = Cluster(
         free_ports(n),
@@ -196,8 +198,10 @@ def run_job(
         "servers listen on every interface of this machine while it runs",
     )
     watch = _Watch(n)
-    # Each worker's phases know they are one of a job's (the what-ifs stay off).
-    opts = replace(opts, options={**opts.options, "job_worker": True})
+    # Each worker's phases know they are one of a job's (the what-ifs stay off), and py-spy
+    # samples without pausing it: paused by ptrace for each sample, a worker crashed here in
+    # TensorFlow's profiler start that followed (SIGSEGV, free(): invalid pointer; 1 run in 4).
+    opts = replace(opts, options={"sample_nonblocking": True, **opts.options, "job_worker": True})
     outcomes: list[runner.WorkloadOutcome | None] = [None] * n
     phases = [p for p in opts.phases]
 
@@ -259,7 +263,7 @@ def run_job(
             if (
                 running
                 and not watch.stopped
-                and ((started_all and quiet > STALL_S) or (not started_all and now - t0 > START_S))
+                and ((started_all and quiet > stall_s) or (not started_all and now - t0 > START_S))
             ):
 
                 def hung(i: int, q: float = quiet) -> str:

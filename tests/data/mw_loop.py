@@ -6,6 +6,8 @@ Environment (test and bench knobs, read by every worker; each acts on its own ta
   MW_SLOW_MS       the injected straggler's delay per step
   MW_RAISE_WORKER  the task index that raises RuntimeError at step MW_RAISE_AT
   MW_RAISE_AT      the step at which it raises (default 50)
+  MW_HANG_WORKER   the task index that stops (sleeps for good) at step MW_HANG_AT
+  MW_HANG_AT       the step at which it hangs (default 50)
   MW_PROFILER_PORT start TensorFlow's profiler server on this port + the task index
   MW_KERAS         1: train a small Keras model with fit instead of the custom loop
 """
@@ -28,6 +30,13 @@ slow_s = (
 raise_at = (
     int(os.environ.get("MW_RAISE_AT", "50"))
     if os.environ.get("MW_RAISE_WORKER") == str(index)
+    else -1
+)
+
+
+hang_at = (
+    int(os.environ.get("MW_HANG_AT", "50"))
+    if os.environ.get("MW_HANG_WORKER") == str(index)
     else -1
 )
 
@@ -81,6 +90,8 @@ else:
     for i in range(steps):
         if i == raise_at:
             raise RuntimeError(f"worker {index} failed at step {i}")
+        if i == hang_at:
+            time.sleep(10**6)
         loss = train_step(it)
         if slow_s:
             time.sleep(slow_s)
