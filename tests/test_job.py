@@ -280,7 +280,7 @@ def test_the_report_draws_each_worker_and_the_stragglers(straggler_job) -> None:
 def test_a_hung_worker_stops_the_job_and_each_worker_is_recorded_as_hung(tmp_path: Path) -> None:
     os.environ.update(MW_STEPS="3000", MW_HANG_WORKER="1", MW_HANG_AT="250")
     try:
-        out = cli(tmp_path, "--workers", "2", "--worker-stall", "15", str(LOOP), timeout=400)
+        out = cli(tmp_path, "--workers", "2", "--worker-stall", "8", str(LOOP), timeout=400)
     finally:
         for k in ("MW_STEPS", "MW_HANG_WORKER", "MW_HANG_AT"):
             os.environ.pop(k, None)

@@ -376,5 +376,10 @@ def test_tf_data_what_ifs_read_a_second_pipeline_and_run_only_with_whatif_all(tm
     for x in (par, pre):
         assert x["status"] == "ok" and not x["keeps_results"] and x["removes"] == ["feed_fetch"]
         assert x["measured_saving_us"] is not None and x["pairs"] >= 2
-    # The map is most of the step and runs serially: on 2 cores, in parallel it waits less.
-    assert par["variant_us"] < par["baseline_us"]
+    # A prefetch overlaps the serial map with the step: it waits less.
+    assert pre["variant_us"] < pre["baseline_us"]
+    # Parallel maps on 2 shared cores compete with the step for them: measured either way here
+    # (1,617 -> 1,255 µs in one run, 1,195 -> 1,278 in another), so only the figure is checked.
+    assert par["measured_saving_us"] == pytest.approx(
+        par["baseline_us"] - par["variant_us"], abs=0.01
+    )
