@@ -379,6 +379,5 @@ def test_tf_data_what_ifs_read_a_second_pipeline_and_run_only_with_whatif_all(tm
     # A prefetch overlaps the serial map with the step: it waits less.
     assert pre["variant_us"] < pre["baseline_us"]
     # Parallel maps on 2 shared cores compete with the step for them: measured either way here
-    # (1,617 -> 1,255 µs in one run, 1,195 -> 1,278 in another): measured, with its resolution,
-    # way.
+    # (1,617 -> 1,255 µs in one run, 1,195 -> 1,278 in another): measured, with its resolution.
     assert par["verdict"] != "failed" and par["resolution_us"] is not None
