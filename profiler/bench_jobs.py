@@ -3,7 +3,8 @@ whether an injected straggler is found and its delay attributed to it.
 
 Place in the pipeline: a benchmark, run by ``profiler.bench`` (``--jobs``). Two programs under
 ``MultiWorkerMirroredStrategy`` (``tests/data/mw_loop.py``: the seed-000 linear regression as
-a custom loop, and a small Keras model with ``fit``), each profiled with ``run --workers N``:
+a custom loop, and a small Keras model in a custom loop: Keras 3's ``fit`` takes no
+MultiWorkerMirroredStrategy batches on TF 2.21), each profiled with ``run --workers N``:
 
 * 1 worker, 2 workers, and 2 workers with worker 1 sleeping ``DELAY_MS`` after every step;
 * per run: each worker's step time and its communication share;
@@ -29,7 +30,10 @@ REPO = Path(__file__).resolve().parent.parent
 LOOP = REPO / "tests" / "data" / "mw_loop.py"
 DELAY_MS = 10.0
 GOAL = 0.20
-PROGRAMS = {"seed-000 regression (custom loop)": {}, "Keras Dense model (fit)": {"MW_KERAS": "1"}}
+PROGRAMS = {
+    "seed-000 regression (custom loop)": {},
+    "Keras Dense model (custom loop)": {"MW_KERAS": "1"},
+}
 STEPS = "600"
 
 

@@ -9,7 +9,7 @@ Environment (test and bench knobs, read by every worker; each acts on its own ta
   MW_HANG_WORKER   the task index that stops (sleeps for good) at step MW_HANG_AT
   MW_HANG_AT       the step at which it hangs (default 50)
   MW_PROFILER_PORT start TensorFlow's profiler server on this port + the task index
-  MW_KERAS         1: train a small Keras model with fit instead of the custom loop
+  MW_KERAS         1: train a small Keras model (Dense layers) instead of the linear model
 """
 
 import json
@@ -20,7 +20,8 @@ import numpy as np
 import tensorflow as tf
 
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
-index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+# Without TF_CONFIG: one worker, task 0.
+index = json.loads(os.environ.get("TF_CONFIG") or '{"task": {"index": 0}}')["task"]["index"]
 steps = int(os.environ.get("MW_STEPS", "400"))
 slow_s = (
     float(os.environ.get("MW_SLOW_MS", "0")) / 1e3
@@ -53,22 +54,36 @@ y = x.sum(axis=1, keepdims=True).astype(np.float32)
 ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(64)
 
 if os.environ.get("MW_KERAS") == "1":
-
-    class Slow(tf.keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            if batch + 1 == raise_at:
-                raise RuntimeError(f"worker {index} failed at step {batch + 1}")
-            if slow_s:
-                time.sleep(slow_s)
-
+    # Keras 3's fit does not take a MultiWorkerMirroredStrategy's batches (TensorFlow 2.21:
+    # "Attempt to convert a value (PerReplica...)", the TF tutorial's own main.py included), so
+    # a Keras model trains in a custom loop, as the TF custom-training-loop tutorial does.
     with strategy.scope():
         model = tf.keras.Sequential(
             [tf.keras.Input((32,)), tf.keras.layers.Dense(16, "relu"), tf.keras.layers.Dense(1)]
         )
-        model.compile(optimizer="sgd", loss="mse")
+        opt = tf.keras.optimizers.SGD(0.01)
+    it = iter(strategy.experimental_distribute_dataset(ds))
+
+    @tf.function
+    def train_step(iterator):
+        def step(xb, yb):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean((model(xb, training=True) - yb) ** 2)
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+            return loss
+
+        xb, yb = next(iterator)
+        return strategy.reduce(tf.distribute.ReduceOp.MEAN, strategy.run(step, (xb, yb)), None)
+
     profiler_server()
-    model.fit(ds, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[Slow()])
-    print(f"worker {index}: done")
+    for i in range(steps):
+        if i == raise_at:
+            raise RuntimeError(f"worker {index} failed at step {i}")
+        loss = train_step(it)
+        if slow_s:
+            time.sleep(slow_s)
+    print(f"worker {index}: loss {float(loss):.6f}")
 else:
     with strategy.scope():
         w = tf.Variable(tf.zeros((32, 1)))
