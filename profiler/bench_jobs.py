@@ -68,7 +68,8 @@ def _split(w: dict[str, Any]) -> str:
     typ = att.get("typical_us") or {}
     step = att.get("reference_us") or 0
     if not step:
-        return "–"
+        why = (w.get("error") or (w.get("script") or {}).get("message") or "").strip()
+        return f"not measured ({w.get('status')}: {why.splitlines()[0][:120] if why else '?'})"
     comm = typ.get("communication") or 0
     return f"{step:,.0f} µs, communication {100 * comm / step:.0f}%"
 
