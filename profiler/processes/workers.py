@@ -6,7 +6,7 @@ script, each profiled as a single script is (``runner._one_run``: same phases, i
 ``workloads/<script>-worker-<i>/`` and TensorBoard run), each given the ``TF_CONFIG`` of task
 ``i`` of a cluster of N workers on 127.0.0.1 (``MultiWorkerMirroredStrategy`` reads it).
 
-Where the platform allows (``unshare -n``: root, or unprivileged user namespaces), every
+Where the platform allows (``unshare -n`` and ``nsenter``: root, or CAP_SYS_ADMIN), every
 worker runs inside one private network namespace that has only a loopback interface: the
 servers TensorFlow starts for the job (gRPC, the coordination service) listen on all
 interfaces, and nothing outside the namespace can reach them. Otherwise they run on the
@@ -97,7 +97,9 @@ class Namespace:
     @classmethod
     def open(cls) -> tuple[Namespace | None, str]:
         script = "ip link set lo up && echo ready && exec sleep 2147483647"
-        for cmd in (["unshare", "-n"], ["unshare", "-r", "-n"]):
+        # Only a namespace of our own user's: one made in a new user namespace (``unshare -r``)
+        # would need its workers to enter that user namespace too.
+        for cmd in (["unshare", "-n"],):
             try:
                 proc = subprocess.Popen(
                     [*cmd, "--", "sh", "-c", script],
@@ -119,7 +121,6 @@ class Namespace:
 
     @property
     def prefix(self) -> tuple[str, ...]:
-        # -U as well for a namespace made by an unprivileged user.
         return ("nsenter", "-t", str(self.proc.pid), "-n", "--")
 
     def close(self) -> None:
