@@ -93,8 +93,8 @@ def check_reachable(addresses: list[Address], timeout_s: float = CONNECT_S) -> N
 
 
 def trace(addresses: list[Address], duration_ms: int, logdir: Path) -> list[Path]:
-    """Capture every address at once; the ``.xplane.pb`` files written, in address order
-    (None for a host that sent nothing)."""
+    """Capture every address at once; the ``.xplane.pb`` files written (a host that sent
+    nothing has none)."""
     import tensorflow as tf
 
     tf.profiler.experimental.client.trace(
@@ -103,12 +103,11 @@ def trace(addresses: list[Address], duration_ms: int, logdir: Path) -> list[Path
         duration_ms,
         num_tracing_attempts=ATTEMPTS,
     )
-    found = sorted((logdir / "plugins" / "profile").glob(f"*/*{xplane.XPLANE_SUFFIX}"))
-    return found
+    return sorted((logdir / "plugins" / "profile").glob(f"*/*{xplane.XPLANE_SUFFIX}"))
 
 
 def host_trace(
-    index: int, addr: Address, path: Path | None, wdir: Path, run_dir: Path, n: int
+    index: int, addr: Address, path: Path | None, run_dir: Path, n: int
 ) -> WorkloadTrace:
     """One host's capture as a workload trace: its inferred steps as the timed window, the
     capture as its framework phase."""
@@ -116,33 +115,26 @@ def host_trace(
     work = WorkDecl(1, 1, 1, 0, 0)
     worker = {"index": index, "count": n, "address": addr.url, "isolation": "captured remotely"}
     script = {"worker": worker}
-    empty = Window("warmup", (Segment(0, (0,)),))
-    if path is None:
+
+    def failed(reason: str) -> WorkloadTrace:
         return WorkloadTrace(
             workload=name,
             params={"steps": 1, "n": 1},
             work=work,
             build_ns=0,
-            warmup=empty,
-            phases=(PhaseRecord("framework", FAILED, reason=f"{addr.url} sent no capture"),),
+            warmup=Window("warmup", (Segment(0, (0,)),)),
+            phases=(PhaseRecord("framework", FAILED, reason=reason),),
             status=FAILED,
-            error=f"{addr.url} sent no capture",
+            error=reason,
             script=script,
         )
+
+    if path is None:
+        return failed(f"{addr.url} sent no capture")
     try:
         cap = xplane.parse(path, infer=True)
     except xplane.XPlaneError as exc:
-        return WorkloadTrace(
-            workload=name,
-            params={"steps": 1, "n": 1},
-            work=work,
-            build_ns=0,
-            warmup=empty,
-            phases=(PhaseRecord("framework", FAILED, reason=str(exc)),),
-            status=FAILED,
-            error=str(exc),
-            script=script,
-        )
+        return failed(str(exc))
     ordered = sorted(cap.steps)
     bounds = tuple([cap.steps[s][0] for s in ordered] + [cap.steps[ordered[-1]][1]])
     window = Window("timed", (Segment(ordered[0], bounds),))
@@ -231,7 +223,7 @@ def run(
             dest.mkdir(parents=True, exist_ok=True)
             path = dest / src.name
             shutil.copyfile(src, path)
-        trace_ = host_trace(i, addr, path, wdir, run_dir, len(addresses))
+        trace_ = host_trace(i, addr, path, run_dir, len(addresses))
         trace_.save(wdir / MODEL_FILE)
         spec = WorkloadSpec(
             name=worker_label(i, addr),

@@ -53,61 +53,49 @@ x = rng.random((4096, 32), dtype=np.float32)
 y = x.sum(axis=1, keepdims=True).astype(np.float32)
 ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(64)
 
-if os.environ.get("MW_KERAS") == "1":
-    # Keras 3's fit does not take a MultiWorkerMirroredStrategy's batches (TensorFlow 2.21:
-    # "Attempt to convert a value (PerReplica...)", the TF tutorial's own main.py included), so
-    # a Keras model trains in a custom loop, as the TF custom-training-loop tutorial does.
-    with strategy.scope():
+with strategy.scope():
+    if os.environ.get("MW_KERAS") == "1":
+        # Keras 3's fit does not take a MultiWorkerMirroredStrategy's batches (TensorFlow 2.21:
+        # "Attempt to convert a value (PerReplica...)", the TF tutorial's own main.py included),
+        # so a Keras model trains in a custom loop, as the TF custom-training-loop tutorial does.
         model = tf.keras.Sequential(
             [tf.keras.Input((32,)), tf.keras.layers.Dense(16, "relu"), tf.keras.layers.Dense(1)]
         )
-        opt = tf.keras.optimizers.SGD(0.01)
-    it = iter(strategy.experimental_distribute_dataset(ds))
+        variables = model.trainable_variables
 
-    @tf.function
-    def train_step(iterator):
-        def step(xb, yb):
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean((model(xb, training=True) - yb) ** 2)
-            grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-            return loss
+        def predict(xb):
+            return model(xb, training=True)
 
-        xb, yb = next(iterator)
-        return strategy.reduce(tf.distribute.ReduceOp.MEAN, strategy.run(step, (xb, yb)), None)
-
-    profiler_server()
-    for i in range(steps):
-        if i == raise_at:
-            raise RuntimeError(f"worker {index} failed at step {i}")
-        loss = train_step(it)
-        if slow_s:
-            time.sleep(slow_s)
-    print(f"worker {index}: loss {float(loss):.6f}")
-else:
-    with strategy.scope():
+    else:
         w = tf.Variable(tf.zeros((32, 1)))
-        opt = tf.keras.optimizers.SGD(0.01)
-    it = iter(strategy.experimental_distribute_dataset(ds))
+        variables = [w]
 
-    @tf.function
-    def train_step(iterator):
-        def step(xb, yb):
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean((xb @ w - yb) ** 2)
-            opt.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
-            return loss
+        def predict(xb):
+            return xb @ w
 
-        xb, yb = next(iterator)
-        return strategy.reduce(tf.distribute.ReduceOp.MEAN, strategy.run(step, (xb, yb)), None)
+    opt = tf.keras.optimizers.SGD(0.01)
+it = iter(strategy.experimental_distribute_dataset(ds))
 
-    profiler_server()
-    for i in range(steps):
-        if i == raise_at:
-            raise RuntimeError(f"worker {index} failed at step {i}")
-        if i == hang_at:
-            time.sleep(10**6)
-        loss = train_step(it)
-        if slow_s:
-            time.sleep(slow_s)
-    print(f"worker {index}: loss {float(loss):.6f}")
+
+@tf.function
+def train_step(iterator):
+    def step(xb, yb):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((predict(xb) - yb) ** 2)
+        opt.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
+        return loss
+
+    xb, yb = next(iterator)
+    return strategy.reduce(tf.distribute.ReduceOp.MEAN, strategy.run(step, (xb, yb)), None)
+
+
+profiler_server()
+for i in range(steps):
+    if i == raise_at:
+        raise RuntimeError(f"worker {index} failed at step {i}")
+    if i == hang_at:
+        time.sleep(10**6)
+    loss = train_step(it)
+    if slow_s:
+        time.sleep(slow_s)
+print(f"worker {index}: loss {float(loss):.6f}")
