@@ -39,9 +39,22 @@ def table(vm: dict[str, Any]) -> str:
         if j == 0:
             lines.append("  ".join("-" * w for w in widths))
     for f in vm["failed"]:
-        last = f["error"].strip().splitlines()[-1] if f["error"].strip() else ""
-        lines.append(f"{f['label']}: {f['status']}: {last}")
+        lines.append(f"{f['label']}: {f['status']}: {headline(f['error'])}")
     return "\n".join(lines)
+
+
+def headline(error: str) -> str:
+    """An error's one line for the terminal: its first line, which the runner and the script's
+    process write as a sentence ("the script raised X after N steps:", "killed by signal 11
+    ..."), unless that is a traceback's (a built-in workload's error is a traceback's tail,
+    whose last line is the exception)."""
+    lines = [ln for ln in error.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if first.startswith(("Traceback", " ", "\t")):
+        return lines[-1].strip()
+    return first.strip().rstrip(":")
 
 
 def answer(vm: dict[str, Any]) -> str:

@@ -35,11 +35,12 @@ from profiler.capture.loop import Params, WorkloadSpec
 from profiler.capture.script.spec import ScriptSpec
 from profiler.capture.worker import MODEL_FILE, WorkerSpec
 from profiler.model import FAILED, OK, PARTIAL, TIMEOUT, WorkloadTrace
-from profiler.processes import rundir
+from profiler.processes import crash, rundir
 from profiler.redact import redact_argv
 
 #: Child environment: TensorFlow's C++ INFO/WARNING lines off (FULL_TRACE prints 5 per step).
-CHILD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
+#: Python's faulthandler on: a crash in native code names the Python frame it happened under.
+CHILD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
 STDERR_TAIL_LINES = 12
 
 
@@ -55,6 +56,7 @@ class WorkloadOutcome:
         error: the tail of its error, for anything but ok.
         wall_ns: wall time of the process.
         returncode: the process's exit status (None if killed on time-out).
+        native: where it crashed in native code (a fatal signal with faulthandler's dump).
     """
 
     spec: WorkloadSpec
@@ -65,6 +67,7 @@ class WorkloadOutcome:
     wall_ns: int = 0
     returncode: int | None = None
     params: Params | None = None
+    native: crash.NativeCrash | None = None
 
 
 @dataclass
@@ -430,6 +433,7 @@ def _one_run(
         # The script process sized its timed window from its own warm-up.
         params = params.with_(steps=max(int(trace.params.get("steps", 1)), 1))
     outside = ""  # how a process ended outside Python (os._exit, a signal), in words
+    native: crash.NativeCrash | None = None
     if timed_out:
         status = TIMEOUT
         error = f"timed out after {timeout_s:g} s"
@@ -443,6 +447,10 @@ def _one_run(
         error = _tail(wdir / "error.txt") or _tail(wdir / "stderr.log")
         if proc.returncode and proc.returncode < 0:
             outside = f"killed by signal {-proc.returncode} ({_signal_name(-proc.returncode)})"
+            native = crash.read(wdir / "stderr.log")
+            if native is not None:
+                # The dump replaces the stderr tail (its last lines list extension modules).
+                outside, error = f"{outside} {native.where()}", native.dump()
         elif proc.returncode and trace is not None and trace.status == PARTIAL:
             # A trace its process never finished: it left without Python's ending.
             outside = f"exited with status {proc.returncode} outside Python (os._exit, a crash)"
@@ -467,6 +475,7 @@ def _one_run(
         wall_ns=wall_ns,
         returncode=None if timed_out else proc.returncode,
         params=params,
+        native=native,
     )
 
 
