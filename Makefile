@@ -61,9 +61,12 @@ soak: $(STAMP) browser
 bench: $(STAMP)
 	$(PY) -m profiler.bench $(ARGS)
 
-# The linters first (CI runs only this target), then the tests.
+# The linters first (CI runs only this target), then the tests: two pytest workers, each
+# module's tests in one of them (their module fixtures are built once; the suite run's tests
+# share a module), since a serial run keeps one core busy.
+TEST_WORKERS ?= 2
 test: $(STAMP) browser lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

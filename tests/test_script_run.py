@@ -310,7 +310,10 @@ def test_script_that_raises_keeps_its_steps_and_the_traceback_tail(tmp_path: Pat
     assert "ValueError: boom at step 30" in w["error"]
     assert "profiler/script" not in w["error"]
     assert phase(w, "timed")["steps"] == 21  # the steps after the warm-up are kept
-    assert "ValueError: boom at step 30" in out.stdout  # the table's failure line
+    # The table's failure line: the error's headline, with the exception's message.
+    assert "raises.py: failed: the script raised ValueError after 31 steps: boom at step 30" in (
+        out.stdout
+    )
     assert "raises.py" in out.stderr  # the script's traceback, as Python prints it
     assert "boom at step 30" in (only_run(tmp_path) / "report.html").read_text()
 

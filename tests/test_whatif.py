@@ -319,6 +319,8 @@ def test_fit_with_k_batches_per_call_trains_on_the_same_batches_and_saves_the_ca
 
 
 TF_DATA_LOOP = """
+import time
+
 import tensorflow as tf
 
 def heavy(x):
@@ -344,6 +346,7 @@ def train_step(x):
 
 for step, x in enumerate(ds):
     train_step(x)
+    time.sleep(0.0015)  # the host waits, as for an accelerator's step: time a prefetch can use
     if step == 3000:
         break
 """

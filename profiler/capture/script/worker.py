@@ -113,6 +113,21 @@ class Ending:
     message: str = ""
 
 
+#: Lines of an exception's text that head it without saying what went wrong (TensorFlow's
+#: graph errors start with the op's Python traceback).
+_NOT_THE_MESSAGE = ("Graph execution error", "Detected at node", "Detected unsupported")
+MESSAGE_CHARS = 200
+
+
+def message_line(exc: BaseException) -> str:
+    """The line of an exception's text that says what went wrong, for an error's headline."""
+    for line in str(exc).splitlines():
+        if line.strip() and not line[0].isspace() and not line.startswith(_NOT_THE_MESSAGE):
+            line = line.strip()
+            return line if len(line) <= MESSAGE_CHARS else line[: MESSAGE_CHARS - 3] + "..."
+    return ""
+
+
 class ScriptRun:
     """One script process: set-up, the run, the trace (see the module docstring)."""
 
@@ -390,7 +405,9 @@ class ScriptRun:
                 "; it read standard input, which is not connected (it got end of file): give "
                 "it its input with --stdin FILE"
             )
-        return Ending("raised", FAILED, error=f"{head}:\n{tail}", message=head)
+        said = message_line(exc)
+        first = f"{head}: {said}" if said else f"{head}:"
+        return Ending("raised", FAILED, error=f"{first}\n{tail}", message=head)
 
     # --- the trace --------------------------------------------------------------------------
 
