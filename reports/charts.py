@@ -171,10 +171,13 @@ def experiments(pairs: list[dict[str, Any]]) -> dict[str, Any]:
             "hovertemplate": "%{x}<br>measured: %{y:,.1f} µs<extra></extra>",
         },
     ]
+    values = [v for p in ok for v in (p["predicted_saving_us"], p["measured_saving_us"])]
+    # A log axis hides a saving of 0 or below (a prediction of 0 is a finding too).
+    scale = "log" if all(v is not None and v > 0 for v in values) else "linear"
     layout = _layout(
         barmode="group",
         height=360,
-        yaxis={"title": {"text": "saving, µs per step"}, "type": "log"},
+        yaxis={"title": {"text": "saving, µs per step"}, "type": scale},
         xaxis={"automargin": True},
         margin={"l": 60, "r": 20, "t": 30, "b": 110},
     )

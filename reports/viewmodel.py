@@ -270,7 +270,7 @@ def build(summary: dict[str, Any]) -> dict[str, Any]:
             chart_list.append(charts.job_steps(job))
     if cmp:
         chart_list.append(charts.waterfall(cmp))
-    if x and any(p["status"] == "ok" and p["predicted_saving_us"] for p in x["pairs"]):
+    if x and any(p["status"] == "ok" and p["predicted_saving_us"] is not None for p in x["pairs"]):
         chart_list.append(charts.experiments(x["pairs"]))
     if sweep_items:
         chart_list.append(charts.sweep(sweep_items, x.get("crossover") if x else None))
