@@ -90,6 +90,50 @@ def test_a_retraced_python_number_passed_as_a_tensor_removes_the_tracing(tmp_pat
     assert x["keeps_results"] and "variables equal the function's" in x["results_check"]
 
 
+SUMMARY_STEP = """
+import tempfile
+
+import tensorflow as tf
+
+w = tf.Variable(tf.zeros((8, 1)))
+x = tf.random.normal((64, 8))
+opt = tf.keras.optimizers.SGD(0.01)
+writer = tf.summary.create_file_writer(tempfile.mkdtemp())
+
+
+@tf.function
+def train_step(x, step):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((x @ w - 1.0) ** 2)
+    opt.apply_gradients([(tape.gradient(loss, w), w)])
+    with writer.as_default():
+        tf.summary.scalar("loss", loss, step=step)  # step= takes no int32 tensor
+    return loss
+
+
+for step in range(250):
+    loss = train_step(x, step)
+print(float(loss))
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_a_retrace_seen_after_the_plan_is_still_measured_with_the_dtype_the_function_takes(
+    tmp_path: Path,
+):
+    # Every phase: the plan is made at the first steps, before the second trace shows the
+    # retracing; tf.summary's step= needs an int64 tensor, not tf.constant's int32.
+    script = write(tmp_path, "summary_step.py", SUMMARY_STEP)
+    w, found, stdout = _whatifs(tmp_path, str(script))
+    x = found["tensor_args"]
+    assert x["status"] == "ok" and x["verdict"] in ("holds", "misses"), x
+    assert x["measured_saving_us"] > 0 and x["variant_us"] < 0.5 * x["baseline_us"]
+    assert "variables equal the function's" in x["results_check"]
+    assert "Measured on your loop, with train_step called with step as a tensor" in stdout
+    assert w["script"]["ended"] == "completed"
+
+
 EAGER = """
 import tensorflow as tf
 

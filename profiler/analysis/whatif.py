@@ -68,6 +68,9 @@ def analyse(data: WhatIfData | None, att: Attribution | None, units: int = 1) ->
         pairs = min(len(r.baseline_ns), len(r.variant_ns))
         diffs = [(r.baseline_ns[i] - r.variant_ns[i]) / units / 1e3 for i in range(pairs)]
         measured = float(median_ns([round(d * 1e3) for d in diffs])) / 1e3 if diffs else None
+        if r.status == "failed":
+            # The fix could not be applied: its blocks ran the step as written.
+            measured = None
         resolution = (max(diffs) - min(diffs)) / 2 if len(diffs) > 1 else None
         predicted = share = None
         baseline = _median_us(r.baseline_ns, units)

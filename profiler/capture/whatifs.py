@@ -38,6 +38,24 @@ KERAS_STEPS_K = (4, 16)
 EAGER_FUNCTION = "eager_function"
 
 
+def ids() -> tuple[str, ...]:
+    """Every what-if's id, in the order they run."""
+    from profiler.capture import whatifs_data
+
+    return (
+        TF1_CALLABLE,
+        TF1_FEEDS_ONCE,
+        TENSOR_ARGS,
+        REDUCE_RETRACING,
+        FUNCTION_JIT,
+        KERAS_JIT,
+        *(f"{KERAS_STEPS}_{k}" for k in KERAS_STEPS_K),
+        EAGER_FUNCTION,
+        whatifs_data.TF_DATA_PREFETCH,
+        whatifs_data.TF_DATA_PARALLEL,
+    )
+
+
 @dataclass
 class Variant:
     """One applicable what-if (see the module docstring); ``errors`` collects what the variant
@@ -99,7 +117,11 @@ def _call(raw: Callable[..., Any], fn: Any, call: tuple[tuple[Any, ...], dict[st
 
 
 def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc) else ''}"
+    """One line: the exception's type and what it says (a graph error's traceback, headed
+    "in user code:", ends with the message itself)."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    said = (lines[-1] if lines[0].endswith(":") else lines[0]) if lines else ""
+    return f"{type(exc).__name__}: {said[:200]}"
 
 
 def candidates(
@@ -412,26 +434,44 @@ def tensor_args(driver: StepDriver) -> Variant | str:
 
     params = list(inspect.signature(fn.python_function).parameters)
     positions = {params.index(n): n for n in names if n in params}
+    # A Python int becomes an int32 tensor (tf.constant's default), or an int64 one where the
+    # function takes no int32 there (tf.summary's step= does not).
+    int_dtype: list[Any] = [None]
+
+    def tensor(v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool) and int_dtype[0] is not None:
+            return tf.constant(v, dtype=int_dtype[0])
+        return tf.constant(v)
 
     def transform(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         a = list(args)
         for i in positions:
             if i < len(a) and _is_number(a[i]):
-                a[i] = tf.constant(a[i])
-        kw = {k: tf.constant(v) if k in names and _is_number(v) else v for k, v in kwargs.items()}
+                a[i] = tensor(a[i])
+        kw = {k: tensor(v) if k in names and _is_number(v) else v for k, v in kwargs.items()}
         return tuple(a), kw
+
+    probed: list[bool] = []
 
     def on() -> None:
         if variant.errors:
             return
-        if stats.last_call is not None:
-            # Traced once with the tensor first: a function that cannot take one fails here,
-            # not in the script's step.
-            try:
-                a, kw = transform(*stats.last_call)
-                fn.get_concrete_function(*a, **kw)
-            except Exception as exc:
-                variant.errors.append(_error(exc))
+        if stats.last_call is not None and not probed:
+            # Traced once with the tensor first (the first time only): a function that cannot
+            # take one fails here, not in the script's step.
+            probed.append(True)
+            failed: Exception | None = None
+            for dtype in (None, tf.int64):
+                int_dtype[0] = dtype
+                try:
+                    a, kw = transform(*stats.last_call)
+                    fn.get_concrete_function(*a, **kw)
+                    failed = None
+                    break
+                except Exception as exc:
+                    failed = failed or exc
+            if failed is not None:
+                variant.errors.append(_error(failed))
                 return
             last = stats.last_call
             _check_once(

@@ -658,7 +658,7 @@ def diagnose(
     for d in found:
         for key in WHATIF_FOR.get(d.rule, ()):
             m = measured.get(d.name, {}).get(key)
-            if m is not None and m.measured_us is not None:
+            if m is not None and m.measured_us is not None and m.verdict != "failed":
                 d = dataclasses.replace(d, fix=f"{d.fix} {measured_sentence(m)}")
         out.append(d)
     out += job_rules.diagnose(job)

@@ -31,6 +31,8 @@ BLOCK_MIN = 3
 BLOCK_MAX = 300
 #: The shortest block when steps are scarce (or the natural block, if shorter).
 BLOCK_FIT = 20
+#: Why a planned what-if was dropped when steps were scarce.
+NO_ROOM = "the steps left did not leave room for it"
 
 
 class WhatIfPhase(Phase):
@@ -79,6 +81,29 @@ class WhatIfPhase(Phase):
             self.variants = found
         return self.variants
 
+    def _late(self, ctx: PhaseContext) -> None:
+        """The what-ifs the run showed to apply after the plan was made (a function's retrace
+        is seen at its second trace, often after the plan): built when the phase runs, and
+        measured after the planned ones (the script may end first; that is recorded)."""
+        from profiler.capture import whatifs
+
+        driver = getattr(ctx.loop, "driver", None)
+        if driver is None or self.variants is None:
+            return
+        planned = {v.id for v in self.variants}
+        dropped = {k for k, why in self.not_run if why == NO_ROOM}
+        wanted = set(whatifs.ids()) if self.only is None else set(self.only)
+        ask = wanted - planned - dropped
+        if not ask:
+            return
+        allow_all = self.mode == "all"
+        found, not_run = ctx.loop.in_loop_thread(  # type: ignore[attr-defined]
+            lambda: whatifs.candidates(driver, driver.script_globals, allow_all, ask)
+        )
+        self.variants.extend(found)
+        late = [(k, why) for k, why in not_run if k in ask]
+        self.not_run = [(k, why) for k, why in self.not_run if k not in ask] + late
+
     def _block(self, ctx: PhaseContext) -> int:
         if self.block is not None:
             return self.block
@@ -105,11 +130,13 @@ class WhatIfPhase(Phase):
                 self.pairs -= 1
             else:
                 dropped = self.variants.pop()
-                self.not_run.append((dropped.id, "the steps left did not leave room for it"))
+                self.not_run.append((dropped.id, NO_ROOM))
         return self.extra_steps(ctx)
 
     def remove(self, ctx: PhaseContext, window: Window) -> PhaseRecord:
-        variants = self._variants(ctx)
+        self._variants(ctx)
+        self._late(ctx)
+        variants = self.variants or []
         if not variants:
             reasons = "; ".join(f"{k}: {why}" for k, why in self.not_run) or "none known"
             return PhaseRecord(
