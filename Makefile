@@ -11,14 +11,15 @@ PYTEST_ARGS ?=
 PORT ?= 6006
 RUN ?= runs/latest
 
-.PHONY: help setup profile test realworld soak lint format tensorboard bench report browser clean clean-runs
+.PHONY: help setup profile test realworld soak noise lint format tensorboard bench report browser clean clean-runs
 
 help:
 	@echo "make profile       set up on first use, then profile the default suite -> runs/<id>/"
 	@echo "make profile FULL=1   the seeds' own step counts (1e5 steps for seed 000)"
 	@echo "make test          the linters, then the whole test suite (TensorFlow, TensorBoard, Chromium)"
-	@echo "make realworld     every real public script of tests/realworld, profiled with defaults (~10 min)"
+	@echo "make realworld     every public script of tests/realworld and tests/data/corpus, profiled with defaults; the table of verdicts against truths (~25 min)"
 	@echo "make soak          the default suite 3 times back to back, 4 runs at once into one --out (~20 min)"
+	@echo "make noise         corpus scripts profiled quiet and beside a busy process: the same verdict (~15 min)"
 	@echo "make tensorboard   TensorBoard on 127.0.0.1:$(PORT) over $(RUN)/tensorboard"
 	@echo "make bench         overhead and prediction figures for this machine"
 	@echo "make lint          ruff (lint + format check) and mypy"
@@ -53,20 +54,26 @@ tensorboard: $(STAMP)
 	$(PY) -m tensorboard.main --logdir $(RUN)/tensorboard --host 127.0.0.1 --port $(PORT)
 
 realworld: $(STAMP) browser
-	$(PY) -m pytest -m "realworld or not realworld" tests/test_realworld.py $(PYTEST_ARGS)
+	$(PY) -m pytest -m "realworld or not realworld" tests/test_realworld.py tests/test_corpus_truths.py $(PYTEST_ARGS)
 
 soak: $(STAMP) browser
 	$(PY) -m pytest -m "soak or not soak" tests/test_soak.py $(PYTEST_ARGS)
+
+# Each case profiled twice, quiet and beside a busy process (profiler/bench_noise.py's Busy):
+# the same verdict and top category both times.
+noise: $(STAMP)
+	$(PY) -m pytest -m "noise" tests/test_noise.py $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) -m profiler.bench $(ARGS)
 
 # The linters first (CI runs only this target), then the tests: two pytest workers, each
 # module's tests in one of them (their module fixtures are built once; the suite run's tests
-# share a module), since a serial run keeps one core busy.
+# share a module), since a serial run keeps one core busy. tests/conftest.py makes the units
+# (a module, the readers of tests.tf_capture's run, or one test) and hands them out longest first.
 TEST_WORKERS ?= 2
 test: $(STAMP) browser lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -16,8 +16,7 @@ from typing import Any
 
 from profiler.live import profile
 from profiler.markers import metric, step
-
-__version__ = "0.1.0"
+from profiler.version import __version__
 
 __all__ = ["__version__", "load_ipython_extension", "metric", "profile", "step"]
 

@@ -34,6 +34,15 @@ def _fmt(v: float | None, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
+def _sized(p: dict[str, Any]) -> str:
+    """A pair's interval, its block pairs and the verdict they support ('' for an older run)."""
+    if p.get("pairs") is None:
+        return ""
+    span = p.get("interval_us")
+    low_high = "no interval" if span is None else f"{span[0]:.1f} to {span[1]:.1f}"
+    return f"  ({low_high}, {p['pairs']} pairs: {p.get('verdict')})"
+
+
 def report(doc: dict[str, Any], wall_s: float | None = None) -> str:
     lines = []
     run = doc["run"]
@@ -66,6 +75,7 @@ def report(doc: dict[str, Any], wall_s: float | None = None) -> str:
         lines.append("experiments: saving per training step, predicted vs measured (µs)")
         lines.append(
             f"  {'pair':36s} {'predicted':>9s} {'measured':>9s} {'error':>8s} {'resol.':>7s}  goal"
+            "  (95% interval, block pairs: verdict)"
         )
         for p in x["pairs"]:
             if p["status"] != "ok":
@@ -80,7 +90,7 @@ def report(doc: dict[str, Any], wall_s: float | None = None) -> str:
             lines.append(
                 f"  {p['name'][:36]:36s} {_fmt(p['predicted_saving_us'], '9.1f')} "
                 f"{_fmt(p['measured_saving_us'], '9.1f')} {_fmt(p['error_us'], '8.1f')} "
-                f"{_fmt(p['resolution_us'], '7.2f')}  {goal}"
+                f"{_fmt(p['resolution_us'], '7.2f')}  {goal}{_sized(p)}"
             )
         for name, s in x["sweep"].items():
             fit = s.get("fit")
@@ -139,6 +149,20 @@ def browser_timing(report: Path) -> str:
     )
 
 
+def memory_cost() -> str:
+    """What the memory sampler costs (``profiler.capture.memory``): one sample, and the share
+    of a run its thread takes at its rate (goal: under 1% of a step's time)."""
+    from profiler.capture import memory
+
+    ns = memory.overhead_ns()
+    share = ns / (memory.INTERVAL_S * 1e9)
+    return (
+        f"memory sampling: {ns:,} ns a sample, every {memory.INTERVAL_S * 1e3:g} ms: "
+        f"{100 * share:.3f}% of the run's time "
+        f"({'meets' if share < 0.01 else 'MISSES'} the 1% goal)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m profiler.bench", description=__doc__)
     parser.add_argument("--run", type=Path, help="read this finished run instead of running")
@@ -157,7 +181,21 @@ def main(argv: list[str] | None = None) -> int:
         "--jobs", action="store_true", help="only the multi-worker jobs' table (run --workers)"
     )
     parser.add_argument("--no-jobs", action="store_true", help="skip the multi-worker jobs")
+    parser.add_argument(
+        "--noise",
+        nargs="*",
+        type=Path,
+        default=None,
+        metavar="SCRIPT",
+        help="only the noise harness: these scripts (none given: the short scripts, the corpus "
+        "and the seed TF1 script) profiled quiet and beside a busy process",
+    )
     args = parser.parse_args(argv)
+    if args.noise is not None:
+        from profiler import bench_noise
+
+        print(bench_noise.main(args.noise or None))
+        return 0
     if args.jobs:
         from profiler import bench_jobs
 
@@ -186,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report(doc, wall_s=wall))
     print(browser_timing(latest / "report.html"))
+    print(memory_cost())
     if not args.no_scripts:
         from profiler import bench_scripts
 

@@ -17,7 +17,9 @@ the one that trains is the steps, exactly as for a script (``--step-function``,
 ``--step-line`` and ``--max-steps`` work as on the command line), with the phases that run in a
 live process. ``%profile_run SCRIPT [args]`` is ``python -m profiler run SCRIPT [args]`` in a
 process of its own, its output streamed into the cell. Each shows the run's report inline (the
-same self-contained page, in a sandboxed ``iframe``) with the run folder's path. A cell that
+same self-contained page, in a sandboxed ``iframe``) with the run folder's path, after the text
+the terminal prints (for ``%%profile_loop``: ``live.Summary``, the split and the terminal's memory
+line, ``profiler.reports.focus_view.memory_line``). A cell that
 raises shows what was measured, then its error.
 """
 

@@ -6,7 +6,7 @@
 
     cb = ProfileCallback(out="runs")
     model.fit(x, y, epochs=3, callbacks=[cb])
-    print(cb.summary)        # the attribution (profiler.live.Summary)
+    print(cb.summary)        # the attribution, then the terminal's memory line (live.Summary)
     print(cb.report_path)    # runs/<id>/report.html
 
 Place in the pipeline: a ``profiler.live.LiveSession`` whose steps the callback marks (each
@@ -16,13 +16,132 @@ of batches the arguments choose; the run folder is written at the end of ``fit``
 window closes, whichever comes last). ``fit``'s own facts (steps per epoch, validation,
 callbacks) are recorded as for a script, so per-epoch costs are found the same way.
 
+How a run ends, whatever way ``fit`` ends: Keras calls ``on_train_end`` only when ``fit``
+returns, and no callback hook when it raises (another callback's exception, the model's or the
+data's, ``KeyboardInterrupt``). So while a callback object exists, ``keras.Model.fit`` is
+wrapped (``_FitGuard``): a ``fit`` that raises first stops the run its callback started (the
+schedule thread joined, py-spy stopped) and writes what was measured, with status ``failed``
+and the error (``interrupted`` for ``KeyboardInterrupt``), then the exception goes on to the
+caller unchanged. The wrapper is one Python call per ``fit``; it is removed when the last
+callback object is garbage-collected. Callbacks driven outside ``fit`` (a custom loop calling a
+``CallbackList``) end at ``on_train_end``, or else when the process exits.
+
+Each ``fit`` given the same callback object is a run of its own (a new run folder, the
+arguments applied to that ``fit``); ``summary``, ``result`` and ``report_path`` are the last
+``fit``'s, ``summaries`` every ``fit``'s so far. A ``fit`` that ends before any batch was measured
+(shorter than ``skip_batches``) ends its run ``failed``, saying so, with no step breakdown.
+
 This module imports Keras only when the callback is made.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
+import threading
+import warnings
+import weakref
 from pathlib import Path
 from typing import Any
+
+
+class FitEndNotSeen(RuntimeError):
+    """What a run is stopped with when the process exits before its ``fit`` ended (callbacks
+    driven outside ``keras.Model.fit``, which never called ``on_train_end``)."""
+
+
+class _FitGuard:
+    """``keras.Model.fit`` wrapped while any ``ProfileCallback`` object lives (module
+    docstring): the runs callbacks start inside a ``fit`` are stopped when it ends, however."""
+
+    #: Attribute that marks the wrapper (so that it is never wrapped twice nor left behind).
+    MARK = "__profiler_fit_guard__"
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.holders = 0
+        self.model_class: Any = None
+        self.saved: Any = None
+        self.local = threading.local()  # .fits: one list per fit in progress on the thread
+
+    def hold(self, model_class: Any) -> None:
+        with self.lock:
+            self.holders += 1
+            if self.holders > 1:
+                return
+            fit = model_class.__dict__.get("fit")
+            if getattr(fit, self.MARK, False):
+                return
+            self.model_class, self.saved = model_class, fit
+            model_class.fit = self.wrap(model_class.fit)
+
+    def release(self) -> None:
+        with self.lock:
+            self.holders -= 1
+            cls = self.model_class
+            if self.holders > 0 or cls is None:
+                return
+            # Taken back only if it is still ours (another library may have wrapped it since).
+            if getattr(cls.__dict__.get("fit"), self.MARK, False):
+                if self.saved is None:
+                    del cls.fit
+                else:
+                    cls.fit = self.saved
+            self.model_class = self.saved = None
+
+    def fits(self) -> list[list[Any]]:
+        if not hasattr(self.local, "fits"):
+            self.local.fits = []
+        fits: list[list[Any]] = self.local.fits
+        return fits
+
+    def enter(self, callback: Any) -> bool:
+        """Tie ``callback``'s run to the innermost ``fit`` in progress on this thread; False
+        when there is none (callbacks called outside ``fit``)."""
+        fits = self.fits()
+        if not fits:
+            return False
+        fits[-1].append(callback)
+        return True
+
+    def wrap(self, fit: Any) -> Any:
+        guard = self
+
+        @functools.wraps(fit)
+        def fit_ending_its_profiles(model: Any, *args: Any, **kwargs: Any) -> Any:
+            started: list[Any] = []
+            guard.fits().append(started)
+            try:
+                result = fit(model, *args, **kwargs)
+            except BaseException as exc:
+                for cb in started:
+                    cb._fit_raised(exc)
+                raise
+            finally:
+                guard.fits().pop()
+            for cb in started:  # on_train_end ended them already, unless it was not called
+                cb._stop(None)
+            return result
+
+        setattr(fit_ending_its_profiles, self.MARK, True)
+        return fit_ending_its_profiles
+
+
+_GUARD = _FitGuard()
+#: Callbacks whose run has started and not ended, stopped at exit if still running.
+_RUNNING: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _stop_at_exit() -> None:
+    for cb in list(_RUNNING):
+        cb._fit_raised(FitEndNotSeen("the process exited before the fit's end was seen"))
+
+
+@functools.cache
+def _at_exit() -> None:
+    # Registered at the first run, after Keras and TensorFlow registered theirs: it runs
+    # before them (last in, first out), while the framework is still whole.
+    atexit.register(_stop_at_exit)
 
 
 def ProfileCallback(
@@ -34,21 +153,34 @@ def ProfileCallback(
     phases: tuple[str, ...] | None = None,
     name: str = "fit",
 ) -> Any:
-    """A ``keras.callbacks.Callback`` that profiles the ``fit`` it is given to.
+    """A ``keras.callbacks.Callback`` that profiles each ``fit`` it is given to.
 
     Args:
         out: the runs folder.
-        skip_batches: batches left unmeasured at the start of ``fit`` (beyond the warm-up the
-            phases take anyway).
-        batches: batches to measure after those (default: every batch of the ``fit``); the
-            windows are fitted into them, and the batches after run unmeasured.
-        steps: the timed window's steps (default: about a second of steps).
+        skip_batches: batches left unmeasured at the start of each ``fit`` (beyond the warm-up
+            the phases take anyway); 0 or more.
+        batches: batches to measure after those (default: every batch of the ``fit``); 1 or
+            more. The windows are fitted into them, and the batches after run unmeasured.
+        steps: the timed window's steps (default: about a second of steps); 1 or more.
         phases: a subset of ``timed, sampled, framework, hooks``.
         name: the workload's name in the report.
-    """
-    import keras
 
+    Attributes (after a ``fit``): ``summary`` (``profiler.live.Summary``), ``result``,
+    ``run_dir`` and ``report_path`` of the last ``fit``; ``summaries``: one per ``fit``.
+
+    Raises:
+        ValueError: an argument out of its range (here, not at the ``fit``).
+    """
     from profiler import live
+
+    live.check_count("skip_batches", skip_batches, 0, optional=False)
+    live.check_count("batches", batches, 1)
+    live.check_count("steps", steps, 1)
+    live.check_phases(phases)
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+
+    import keras
 
     class _ProfileCallback(keras.callbacks.Callback):  # type: ignore[misc]
         __doc__ = ProfileCallback.__doc__
@@ -57,6 +189,7 @@ def ProfileCallback(
             super().__init__()
             self.session: live.LiveSession | None = None
             self.summary: live.Summary | None = None
+            self.summaries: list[live.Summary] = []
             self.result: Any = None
             self.seen = 0
             self.measured = 0
@@ -65,7 +198,12 @@ def ProfileCallback(
         # --- fit's calls ------------------------------------------------------------------
 
         def on_train_begin(self, logs: Any = None) -> None:
-
+            # A run of this object that no fit's end reached (a custom loop that raised):
+            # ended before the next one begins.
+            self._fit_raised(FitEndNotSeen("a new fit began before this run's fit ended"))
+            self.session, self.summary, self.result = None, None, None
+            self.seen = self.measured = 0
+            self.closed = False
             params = self.params or {}
             per_epoch, epochs = params.get("steps"), params.get("epochs")
             total = int(per_epoch) * int(epochs) if per_epoch and epochs else None
@@ -78,11 +216,18 @@ def ProfileCallback(
                 steps=steps,
                 phases=list(phases or live.BLOCK_PHASES),
             )
-            live.rename(opts, name, f"model.fit with {type(self).__name__}")
-            self.session = live.LiveSession(
-                opts, "fit", phases=phases or live.BLOCK_PHASES, marks_only=True
-            )
-            run = self.session.live
+            live.rename(opts, name, "model.fit with ProfileCallback")
+            try:
+                session = live.LiveSession(
+                    opts, "fit", phases=phases or live.BLOCK_PHASES, marks_only=True
+                )
+            except live.AlreadyProfiling as exc:
+                # The training goes on, unprofiled by this callback (the run going on
+                # measures it).
+                warnings.warn(f"ProfileCallback: {exc}", RuntimeWarning, stacklevel=2)
+                return
+            self.session = session
+            run = session.live
             run.opts["expected_steps"] = window
             facts = run.driver.facts
             facts.model = self.model
@@ -93,7 +238,10 @@ def ProfileCallback(
                 "epochs": epochs,
                 "callbacks": [],
             }
-            self.session.start()
+            _GUARD.enter(self)
+            _RUNNING.add(self)
+            _at_exit()
+            session.start()
             from profiler.capture.script.detect import keras_marks
 
             self.begin_mark, self.end_mark = keras_marks(run.driver)
@@ -116,11 +264,42 @@ def ProfileCallback(
         def on_train_end(self, logs: Any = None) -> None:
             self._stop(None)
 
+        # --- the run's end ----------------------------------------------------------------
+
+        def _fit_raised(self, exc: BaseException) -> None:
+            """The fit raised ``exc`` (or ended unseen): stop the run, and keep ``exc`` the
+            caller's: a failure to write the run is a warning, not a second exception."""
+            try:
+                self._stop(exc)
+            except Exception as failed:
+                warnings.warn(
+                    f"ProfileCallback: the run in {self.session.run_dir if self.session else '?'}"
+                    f" could not be written after fit raised: {failed}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+
         def _stop(self, exc: BaseException | None) -> None:
-            if self.session is None or self.result is not None:
+            if self.session is None or self.session.result is not None:
                 return
+            _RUNNING.discard(self)
+            if exc is None and self.measured == 0:
+                from profiler.capture.live import NothingMeasured
+
+                exc = NothingMeasured(self._nothing_measured())
             self.result = self.session.stop(exc)
             self.summary = self.session.summary()
+            if self.summary is not None:
+                self.summaries.append(self.summary)
+
+        def _nothing_measured(self) -> str:
+            ran = f"fit ran {self.seen} batches"
+            if self.seen <= skip_batches:
+                return (
+                    f"no batch was measured: {ran}, all within skip_batches={skip_batches}; "
+                    f"give skip_batches below {self.seen} or fit more batches"
+                )
+            return f"no batch was measured: {ran}"
 
         @property
         def run_dir(self) -> Path | None:
@@ -130,4 +309,7 @@ def ProfileCallback(
         def report_path(self) -> Path | None:
             return self.run_dir / "report.html" if self.run_dir is not None else None
 
-    return _ProfileCallback()
+    callback = _ProfileCallback()
+    _GUARD.hold(keras.Model)
+    weakref.finalize(callback, _GUARD.release)
+    return callback

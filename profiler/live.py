@@ -22,6 +22,11 @@ at the end analyses and writes the same run folder as the command line
 Steps are what ``profiler.step()`` marks, or else the framework calls detected as for scripts
 (``session.run``, a ``tf.function``, ``fit``'s batches). The sampled phase attaches py-spy to this
 process (it needs the right to ptrace it; where it cannot, the phase says so and the rest runs).
+
+One in-process run at a time: the step markers and py-spy are one per process, so a second run
+started while one is running (a ``profile()`` block inside another, a Keras callback's ``fit``
+inside a block, a block in a script run by ``python -m profiler run``) is refused with
+``AlreadyProfiling`` before it writes anything; the run already going on is unaffected.
 """
 
 from __future__ import annotations
@@ -38,6 +43,37 @@ from typing import Any
 BLOCK_PHASES = ("timed", "sampled", "framework", "hooks")
 
 
+class AlreadyProfiling(RuntimeError):
+    """An in-process run was asked for while another one runs in this process."""
+
+
+def check_count(name: str, value: object, minimum: int, optional: bool = True) -> None:
+    """``ValueError`` naming ``name`` and its range unless ``value`` is an int >= ``minimum``
+    (or None, when ``optional``); called where the arguments are given, not when they are used.
+    """
+    from profiler.processes.options import MAX_COUNT
+
+    if value is None and optional:
+        return
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if not ok or not minimum <= value <= MAX_COUNT:  # type: ignore[operator]
+        allowed = f"an integer from {minimum} to {MAX_COUNT:.0e}"
+        if optional:
+            allowed += " or None"
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+
+
+def check_phases(phases: Sequence[str] | None) -> None:
+    """``ValueError`` unless ``phases`` is None or a non-empty subset of ``BLOCK_PHASES``."""
+    if phases is None:
+        return
+    wrong = [p for p in phases if p not in BLOCK_PHASES] if not isinstance(phases, str) else []
+    if isinstance(phases, str) or not phases or wrong:
+        raise ValueError(
+            f"phases must be a non-empty sequence of {', '.join(BLOCK_PHASES)}; got {phases!r}"
+        )
+
+
 @dataclass(frozen=True)
 class Summary:
     """What a profiled block measured, as an object.
@@ -52,6 +88,8 @@ class Summary:
         diagnoses: each diagnosis's one-line message, most costly first.
         message: how the code ended, in words.
         attribution: the full attribution (``profiler.analysis.attribution.Attribution``).
+        memory: the terminal's memory line (``profiler.reports.focus_view.memory_line``), its
+            own line of ``str``; "" where there is none.
     """
 
     status: str
@@ -62,6 +100,7 @@ class Summary:
     diagnoses: tuple[str, ...] = ()
     message: str = ""
     attribution: Any = None
+    memory: str = ""
 
     def share(self, category: str) -> float | None:
         """``category``'s share of the typical step (None if not measured or no step)."""
@@ -70,6 +109,9 @@ class Summary:
         return self.categories[category] / self.step_ns
 
     def __str__(self) -> str:
+        return self._steps_text() + (f"\n{self.memory}" if self.memory else "")
+
+    def _steps_text(self) -> str:
         if not self.step_ns:
             return f"{self.status}: {self.steps} steps; {self.message}"
         parts = ", ".join(
@@ -100,10 +142,12 @@ class LiveSession:
         marks_only: bool = False,
     ) -> None:
         from profiler.capture.live import LIVE_PHASES, LiveRun
-        from profiler.processes import pipeline, rundir, runner
+        from profiler.processes import launch, pipeline, rundir
 
         self.opts = opts
         (self.spec,) = opts.workloads
+        # Before the run folder is reserved: a refused run leaves nothing behind.
+        self.refuse_if_running(self.spec.title)
         self.params = opts.params[self.spec.name]
         allowed = tuple(phases) if phases is not None else LIVE_PHASES
         chosen = [p for p in opts.phases if p in allowed]
@@ -113,24 +157,57 @@ class LiveSession:
         self.slug = rundir.slug(self.spec.name)
         self.workload_dir = self.run_dir / "workloads" / self.slug
         tbdir = self.run_dir / "tensorboard" / self.slug
-        wspec = runner.worker_spec(
+        wspec = launch.worker_spec(
             self.spec, self.params, opts, self.workload_dir, tbdir, chosen, {}
         )
         self.live = LiveRun(wspec, subject, marks_only=marks_only)
         self.result: Any = None
 
+    #: The session started and not yet stopped in this process, if any.
+    running: LiveSession | None = None
+
+    @staticmethod
+    def refuse_if_running(what: str) -> None:
+        """``AlreadyProfiling`` if an in-process run (or a script run of the command line) is
+        measuring this process; ``what`` names the run refused."""
+        from profiler import markers
+
+        active = LiveSession.running
+        if active is not None:
+            raise AlreadyProfiling(
+                f"cannot profile {what}: {active.spec.title} is already being profiled in this "
+                "process, and in-process runs do not nest (one set of step markers and one "
+                "py-spy per process); that run goes on. Profile the outer code or the inner, "
+                "not both"
+            )
+        if markers.profiling():
+            raise AlreadyProfiling(
+                f"cannot profile {what}: this process is a script run by `python -m profiler "
+                "run`, which profiles it already; that run goes on"
+            )
+
     def start(self, module_fn: Any = None) -> None:
-        self.live.start(module_fn)
+        self.refuse_if_running(self.spec.title)
+        LiveSession.running = self
+        try:
+            self.live.start(module_fn)
+        except BaseException:
+            LiveSession.running = None
+            raise
 
     def stop(self, exc: BaseException | None) -> Any:
         """End the measured code (``exc``: what it raised) and write the run; the result."""
         from profiler.capture.worker import MODEL_FILE
         from profiler.processes import pipeline
-        from profiler.processes.runner import WorkloadOutcome, load_trace
+        from profiler.processes.launch import WorkloadOutcome, load_trace
 
         if self.result is not None:
             return self.result
-        code = self.live.stop(exc)
+        try:
+            code = self.live.stop(exc)
+        finally:
+            if LiveSession.running is self:
+                LiveSession.running = None
         trace = load_trace(self.workload_dir / MODEL_FILE)
         status = "ok" if trace.status == "ok" else "failed"
         params = self.params.with_(steps=max(int(trace.params.get("steps", 1)), 1))
@@ -163,11 +240,18 @@ class LiveSession:
 
 def summarise(result: Any) -> Summary:
     """``Summary`` of a finished in-process run (one workload)."""
+    from profiler.reports.focus_view import memory_line
+
     analysis = result.analysis
     (w,) = analysis.workloads
     att = w.attribution
     entry = result.summary["workloads"][0]
     script = entry.get("script") or {}
+    steps = int(script.get("steps") or 0)
+    if not steps and result.status != "ok":
+        # Nothing measured in a run that failed: no step to break down (an ``ok`` run without
+        # detected steps is one step, the whole run, as for a script).
+        att = None
     categories = {k: int(v) for k, v in att.typical.items()} if att is not None else {}
     missing = dict(att.not_measured) if att is not None else {}
     for name in missing:
@@ -179,13 +263,14 @@ def summarise(result: Any) -> Summary:
     )
     return Summary(
         status=result.status,
-        steps=int(script.get("steps") or 0),
+        steps=steps,
         step_ns=int(att.reference_ns) if att is not None else None,
         categories=categories,
         not_measured=missing,
         diagnoses=diagnoses,
         message=str(script.get("message") or ""),
         attribution=att,
+        memory=memory_line(entry),
     )
 
 
@@ -234,6 +319,11 @@ class profile:
 
     After the block: ``run_dir``, ``report_path``, ``summary`` (``Summary``) and ``result``.
     An exception in the block is not swallowed: what was measured is written first.
+
+    Raises:
+        ValueError: an argument out of its range (when the object is made).
+        AlreadyProfiling: at ``with``, when this process is already being profiled (a block
+            inside another block): blocks do not nest; the outer one runs on unaffected.
     """
 
     def __init__(
@@ -245,10 +335,15 @@ class profile:
         phases: Sequence[str] | None = None,
         name: str | None = None,
     ) -> None:
-        caller = sys._getframe(1).f_code.co_filename
+        check_count("max_steps", max_steps, 1)
+        check_count("steps", steps, 1)
+        check_phases(phases)
+        frame = sys._getframe(1)
+        caller = frame.f_code.co_filename
         self._out, self._max_steps, self._steps = out, max_steps, steps
         self._phases = tuple(phases) if phases else BLOCK_PHASES
         self._caller = caller
+        self._line = frame.f_lineno
         self._name = name
         self.session: LiveSession | None = None
         self.summary: Summary | None = None
@@ -264,7 +359,7 @@ class profile:
             phases=self._phases,
         )
         name = self._name or Path(self._caller).name or "block"
-        rename(opts, name, f"a block of {self._caller}", auto_step=False)
+        rename(opts, name, f"a block of {self._caller}:{self._line}", auto_step=False)
         self.session = LiveSession(opts, "the block", phases=self._phases)
         self.session.start()
         return self

@@ -13,8 +13,8 @@ Place in the pipeline: user code calls these; under ``python -m profiler run scr
 script process (``profiler.capture.script.worker``) activates them and each ``with profiler.step()``
 block is one step of the trace (``profiler.capture.script.driver``). Without the profiler they do as
 little as Python allows: ``step()`` returns one shared object whose ``__enter__`` and
-``__exit__`` do nothing, and ``metric()`` returns at once (figures in the README, measured by
-``python -m profiler.capture.script.bench``).
+``__exit__`` do nothing, and ``metric()`` returns at once (figures in profiler/docs/own-script.md,
+"The markers API", measured by ``python -m profiler.capture.script.bench``).
 
 Steps are back to back, like every step in this toolkit: a step ends when its ``with`` block
 ends, and the next one starts there, so the code between two blocks (data loading, logging)

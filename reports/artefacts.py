@@ -76,7 +76,7 @@ def _flame_graph(run_dir: Path, wa: Any) -> Written:
 
 
 def _line_tables(run_dir: Path, wa: Any) -> Written:
-    from profiler.analysis.lines import INFLATION_NOTE
+    from profiler.model.records import INFLATION_NOTE
     from profiler.reports import lines_text
 
     rec = wa.trace.phase("lines")

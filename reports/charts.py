@@ -148,8 +148,24 @@ def waterfall(cmp: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _pair_error_bars(ok: list[dict[str, Any]]) -> dict[str, Any]:
+    """The measured saving's 95% interval where the pair has one (block pairs sized to their
+    noise), else its resolution."""
+    up, down = [], []
+    for p in ok:
+        span, m = p.get("interval_us"), p["measured_saving_us"]
+        if span is None or m is None:
+            up.append(p["resolution_us"])
+            down.append(p["resolution_us"])
+        else:
+            up.append(max(span[1] - m, 0.0))
+            down.append(max(m - span[0], 0.0))
+    return {"type": "data", "array": up, "arrayminus": down, "visible": True}
+
+
 def experiments(pairs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Predicted and measured saving per pair; the measurement's resolution as error bars."""
+    """Predicted and measured saving per pair; the measurement's 95% interval (or, for a run
+    before pairs were sized, its resolution) as error bars."""
     ok = [p for p in pairs if p["status"] == "ok"]
     names = [p["name"] for p in ok]
     data = [
@@ -166,7 +182,7 @@ def experiments(pairs: list[dict[str, Any]]) -> dict[str, Any]:
             "name": "measured",
             "x": names,
             "y": [p["measured_saving_us"] for p in ok],
-            "error_y": {"type": "data", "array": [p["resolution_us"] for p in ok], "visible": True},
+            "error_y": _pair_error_bars(ok),
             "marker": {"color": "#1565c0"},
             "hovertemplate": "%{x}<br>measured: %{y:,.1f} µs<extra></extra>",
         },
@@ -381,6 +397,147 @@ def job_steps(job: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": "chart-job-steps",
         "title": "stragglers, step by step",
+        "data": data,
+        "layout": layout,
+    }
+
+
+#: Points of the memory chart at most: the samples are bucketed by step (the record holds up to
+#: 2,000 samples, many at one step: the imports before the first step, a long step).
+MEMORY_POINTS = 400
+#: A phase window's shade on the memory chart, per phase (others: grey).
+PHASE_COLORS = {
+    "warmup": "rgba(158,158,158,0.18)",
+    "timed": "rgba(46,125,50,0.14)",
+    "sampled": "rgba(21,101,192,0.14)",
+    "lines": "rgba(106,27,154,0.14)",
+    "framework": "rgba(239,108,0,0.16)",
+    "hooks": "rgba(198,40,40,0.14)",
+    "whatif": "rgba(0,131,143,0.16)",
+}
+
+
+def memory_buckets(record: dict[str, Any], max_points: int = MEMORY_POINTS) -> list[dict[str, Any]]:
+    """The record's samples (``steps``: steps done at each, ``rss_bytes``) in buckets of equal
+    step width, at most ``max_points``: per bucket its first and last sampled step, the
+    samples in it and the largest resident size (MB; a peak stays visible, as the step series
+    keeps a bucket's longest step)."""
+    pairs = sorted(zip(record.get("steps") or [], record.get("rss_bytes") or [], strict=False))
+    if not pairs:
+        return []
+    lo, hi = pairs[0][0], pairs[-1][0]
+    width = max(1, -(-(hi - lo + 1) // max_points))
+    buckets: dict[int, list[tuple[int, int]]] = {}
+    for s, r in pairs:
+        buckets.setdefault((s - lo) // width, []).append((s, r))
+    return [
+        {
+            "first_step": b[0][0],
+            "last_step": b[-1][0],
+            "samples": len(b),
+            "mb": round(max(r for _, r in b) / 2**20, 3),
+        }
+        for _, b in sorted(buckets.items())
+    ]
+
+
+def phase_windows(series: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The phases' step windows, from the step-time series (``series``: step, window): each
+    run of consecutive points of one window is ``{"phase", "first_step", "last_step"}``."""
+    out: list[dict[str, Any]] = []
+    if not series:
+        return out
+    for step, name in zip(series.get("step") or [], series.get("window") or [], strict=False):
+        if out and out[-1]["phase"] == name:
+            out[-1]["last_step"] = step
+        else:
+            out.append({"phase": name, "first_step": step, "last_step": step})
+    return out
+
+
+def memory_series(
+    chart_id: str,
+    label: str,
+    record: dict[str, Any],
+    memory: dict[str, Any] | None,
+    windows: list[dict[str, Any]],
+    growth: str,
+) -> dict[str, Any]:
+    """Resident memory (MB) over the steps: one point per bucket of steps
+    (``memory_buckets``), the phases' windows shaded behind it (one legend entry per phase),
+    and the growth fitted after the warm-up as a line from its first step to the run's last,
+    named with its figure and interval (``growth``: those words; no line where the growth
+    was not measured)."""
+    points = memory_buckets(record)
+    data: list[dict[str, Any]] = []
+    by_phase: dict[str, list[dict[str, Any]]] = {}
+    for w in windows:
+        by_phase.setdefault(w["phase"], []).append(w)
+    for name, spans in by_phase.items():
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for w in spans:
+            # Step index j runs while j steps are done: the window covers first..last + 1.
+            x0, x1 = w["first_step"], w["last_step"] + 1
+            xs += [x0, x0, x1, x1, x0, None]
+            ys += [0, 1, 1, 0, 0, None]
+        where = ", ".join(f"{w['first_step']:,}–{w['last_step']:,}" for w in spans)
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"{name} window",
+                "x": xs[:-1],
+                "y": ys[:-1],
+                "yaxis": "y2",
+                "fill": "toself",
+                "fillcolor": PHASE_COLORS.get(name, "rgba(97,97,97,0.12)"),
+                "line": {"width": 0},
+                "hoveron": "fills",
+                "hoverinfo": "text",
+                "text": f"{name}: steps {where}",
+            }
+        )
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "resident MB (largest in each bucket of steps)",
+            "x": [p["last_step"] for p in points],
+            "y": [p["mb"] for p in points],
+            "customdata": [[p["first_step"], p["samples"]] for p in points],
+            "line": {"color": SERIES_COLORS[0], "width": 1.5},
+            "marker": {"size": 3, "color": SERIES_COLORS[0]},
+            "hovertemplate": "steps %{customdata[0]:,}–%{x:,} done<br>%{y:,.1f} MB resident "
+            "(largest of %{customdata[1]} samples)<extra></extra>",
+        }
+    )
+    m = memory or {}
+    g = m.get("growth_bytes_per_step")
+    if g is not None and m.get("growth_interval") and m.get("projected_mb") is not None:
+        end, span = m["last_step"], m["steps"]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": growth,
+                "x": [end - span, end],
+                "y": [round(m["projected_mb"] - g * span / 2**20, 3), m["projected_mb"]],
+                "line": {"color": "#c62828", "dash": "dash", "width": 2},
+                "hovertemplate": "fit: %{y:,.1f} MB at step %{x:,}<extra>" + growth + "</extra>",
+            }
+        )
+    layout = _layout(
+        height=360,
+        xaxis={"title": {"text": "steps done"}},
+        yaxis={"title": {"text": "resident MB"}},
+        yaxis2={"overlaying": "y", "range": [0, 1], "visible": False, "fixedrange": True},
+        legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+        margin={"l": 60, "r": 20, "t": 70, "b": 50},
+    )
+    return {
+        "id": chart_id,
+        "title": f"{label}: resident memory over the steps",
         "data": data,
         "layout": layout,
     }

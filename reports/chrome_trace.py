@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from profiler.model import Span, Window, WorkloadTrace
+from profiler.model.atomic import atomic_write_bytes
 from profiler.model.records import HooksData
-from profiler.processes.rundir import atomic_write_bytes
 
 FILE_NAME = "trace.json.gz"
 PID = 1

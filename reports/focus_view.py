@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from profiler.diagnoses.performance import WHATIF_FOR
 from profiler.model import CATEGORIES
+from profiler.reports import charts
 
 #: Findings shown per workload on the first screen.
 TOP_FINDINGS = 3
@@ -44,6 +46,7 @@ def duration(us: float | None) -> str:
 def _split(att: Mapping[str, Any]) -> list[dict[str, Any]]:
     typical, share = att["typical_us"], att["share"]
     missing = att.get("not_measured") or {}
+    intervals = att.get("share_interval") or {}
     rows = [
         {
             "category": c,
@@ -52,10 +55,22 @@ def _split(att: Mapping[str, Any]) -> list[dict[str, Any]]:
             "share": share[c],
             "measured": c not in missing,
             "why": missing.get(c, ""),
+            "interval": intervals.get(c),
+            "pm": _pm(share[c], intervals.get(c)),
+            "detail": _gc_detail(att) if c == "python" else "",
         }
         for c in CATEGORIES
     ]
     return sorted(rows, key=lambda r: (not r["measured"], -(r["us"] or 0.0)))
+
+
+def _gc_detail(att: Mapping[str, Any]) -> str:
+    """Python's named part held by the garbage collector, as a share of the step."""
+    gc_us = (att.get("parts_us") or {}).get("python.gc")
+    ref = att.get("reference_us")
+    if not gc_us or not ref or gc_us < 0.005 * ref:  # under half a percent: not worth a word
+        return ""
+    return f"the garbage collector {100 * gc_us / ref:.0f}%"
 
 
 def _sentence(w: Mapping[str, Any]) -> str:
@@ -89,6 +104,314 @@ def _budget(script: Mapping[str, Any]) -> str:
     )
 
 
+def size_text(b: float) -> str:
+    """``b`` bytes for people: ``17 bytes``, ``4.7 KB``, ``1.4 MB`` (binary units)."""
+    for unit, size in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if abs(b) >= size:
+            return f"{b / size:,.1f} {unit}"
+    return f"{b:,.0f} bytes"
+
+
+#: Why growth per step has no figure although memory was sampled (``analysis.memory.analyse``).
+GROWTH_NOT_MEASURED = (
+    "growth per step not measured (too few samples in the steps after the warm-up that no "
+    "phase instrumented)"
+)
+
+
+def growth_text(m: Mapping[str, Any]) -> str:
+    """The growth per step after the warm-up with its interval, in words (the summary's
+    ``memory``): ``grows by 17 bytes a step after the warm-up (95%: 8 bytes to 41 bytes)``."""
+    g, iv = m.get("growth_bytes_per_step"), m.get("growth_interval")
+    if g is None or not iv:
+        return GROWTH_NOT_MEASURED
+    span = f"95%: {size_text(iv[0])} to {size_text(iv[1])}"
+    if m.get("grows"):
+        return f"grows by {size_text(g)} a step after the warm-up ({span})"
+    return f"no growth per step measured ({span})"
+
+
+def memory_not_measured(script: Mapping[str, Any]) -> str:
+    """Why a script's run has no memory figures: the record's own reason, else none sampled."""
+    record = script.get("memory") or {}
+    why = str(record.get("why") or "") if isinstance(record, Mapping) else ""
+    return why or "no resident-memory samples in this run"
+
+
+def memory_line(w: Mapping[str, Any]) -> str:
+    """The process's resident memory over the steps and its growth with its interval, as the
+    terminal, the report, the notebook magic and the Keras callback print it (one line); a
+    script whose memory was not sampled says so; "" for a workload that is not a script."""
+    m = w.get("memory")
+    if not m:
+        script = w.get("script")
+        return f"Memory: not measured ({memory_not_measured(script)})." if script else ""
+    text = (
+        f"Memory: {m['first_mb']:,.0f} MB resident at the first step, {m['last_mb']:,.0f} MB at "
+        f"the last (peak {m['peak_mb']:,.0f} MB, {m['peak_step']:,} steps in)"
+    )
+    g, iv = m.get("growth_bytes_per_step"), m.get("growth_interval")
+    if g is not None and iv and m.get("grows"):
+        return (
+            f"{text}; it grows by {size_text(g)} a step after the warm-up (95%: "
+            f"{size_text(iv[0])} to {size_text(iv[1])}), {size_text(g * m['steps'])} over "
+            f"{m['steps']:,} steps."
+        )
+    return f"{text}; {growth_text(m)}."
+
+
+def memory_chart(
+    card: Mapping[str, Any], w: Mapping[str, Any], series: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The card's chart of resident memory over the steps (``charts.memory_series``): the
+    script record's samples, the phases' windows from the step-time series, the growth line
+    named as ``growth_text`` words it."""
+    m = w.get("memory")
+    return charts.memory_series(
+        card["memory_chart_id"],
+        card["label"],
+        dict(w["script"]["memory"]),
+        dict(m) if m else None,
+        charts.phase_windows(dict(series) if series else None),
+        growth_text(m) if m else GROWTH_NOT_MEASURED,
+    )
+
+
+def _samples_note(phases: list[Mapping[str, Any]]) -> str:
+    """How far the sampled phase's shares can be trusted: its samples, and a share's widest
+    95% interval from that many."""
+    p = next((p for p in phases if p.get("name") == "sampled" and p.get("status") == "ok"), None)
+    data = (p or {}).get("data") or {}
+    n, pts = data.get("samples_in_steps"), data.get("share_interval_pts")
+    if not n or pts is None:
+        return ""
+    return (
+        f"The sampled shares come from {n:,} samples inside steps ({data.get('rate_hz')} Hz): "
+        f"each within ±{pts:g} points (95%)."
+    )
+
+
+def _pm(share: float | None, interval: list[float] | None) -> float | None:
+    """A share's 95% interval as ± points (its wider side), or None without one."""
+    if share is None or not interval:
+        return None
+    return round(100 * max(share - interval[0], interval[1] - share), 1)
+
+
+def _pct(row: Mapping[str, Any]) -> str:
+    """``58%`` or, with its interval, ``58% ±6``."""
+    pm = row.get("pm")
+    return f"{100 * row['share']:.0f}%" + (f" ±{pm:.0f}" if pm is not None and pm >= 0.5 else "")
+
+
+#: The shares at which the diagnoses call a step compute-bound (compute) and overhead-bound
+#: (everything but compute and communication): ``profiler.diagnoses.performance``'s
+#: ``compute_bound`` and ``overhead_bound*`` rules, read here only to say when the interval
+#: of the step's compute share reaches across one of them.
+COMPUTE_BOUND = 0.60
+OVERHEAD_BOUND = 0.40
+#: The rules (ids starting so) the first sentence does not quote as the top fix when the
+#: compute share's interval reaches across their thresholds (another run could fire the other).
+BOUND_RULES = ("compute_bound", "overhead_bound")
+
+
+def _bound(rule: object) -> bool:
+    return str(rule or "").startswith(BOUND_RULES)
+
+
+#: A finding whose cost is this many times the best measured what-if's saving leads the verdict.
+BIGGER_FINDING = 3.0
+
+
+def _top_finding(card: Mapping[str, Any], noise: str) -> Mapping[str, Any] | None:
+    """The costliest finding the first sentence may quote: within the noise, not one of the
+    compute- or overhead-bound verdicts another run could swap."""
+    for f in card["findings"]:
+        if f.get("refuted"):
+            continue  # its advice was measured on the loop and did not help
+        if "cost_us" in f and f["cost_us"] is None:
+            continue  # no cost of the step (a one-off trace): no fix to lead with
+        if not (noise and _bound(f.get("rule"))):
+            return f
+    return None
+
+
+def _within_noise(card: Mapping[str, Any]) -> str:
+    """Which verdict thresholds the compute share's interval reaches across: "" for none,
+    else the words for the verdicts it cannot tell apart."""
+    rows = {r["category"]: r for r in card["split"]}
+    compute = rows.get("compute")
+    if compute is None or not compute["measured"] or not compute.get("interval"):
+        return ""
+    lo, hi = compute["interval"]
+    comm = rows.get("communication") or {}
+    comm_share = (comm.get("share") or 0.0) if comm.get("measured") else 0.0
+    # Overhead-bound at overhead >= 40%: compute + communication <= 60%.
+    over_at = 1 - OVERHEAD_BOUND - comm_share
+    if lo < COMPUTE_BOUND <= hi or lo <= over_at < hi:
+        return "compute- and overhead-bound are within the noise"
+    return ""
+
+
+def _finding_leads(
+    finding: Mapping[str, Any], best: Mapping[str, Any], w: Mapping[str, Any]
+) -> bool:
+    """Whether the costliest finding leads the verdict before the best measured what-if: its
+    cost is ``BIGGER_FINDING`` times the what-if's saving and no what-if of its own ran (an
+    input-bound step, 78% waiting for a py_function map, whose only measured what-if saves
+    4% of it)."""
+    fix = str(finding["fix"]).split(". ")[0].rstrip(".")
+    cost = finding.get("cost_us") or 0.0
+    ran = {x.get("id") for x in w.get("whatif") or []}
+    own = ran & set(WHATIF_FOR.get(str(finding.get("rule")), ()))
+    return bool(fix) and not own and cost > BIGGER_FINDING * best["measured_saving_us"]
+
+
+def verdict_rule(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
+    """What opens the answer, as an id: a measured what-if (``whatif:<id>``) unless it measured
+    the costliest finding's own fix or that finding leads the sentence (then that finding's
+    rule), the costliest finding's rule (within the noise: not a compute- or overhead-bound
+    one), ``within_noise`` (the compute share's interval reaches across a verdict's threshold
+    and no other finding fired), ``no_fix``, or ``not_measured`` (no cause of the step was
+    measured)."""
+    split = [r for r in card["split"] if r["measured"] and r["us"] and r["category"] != "other"]
+    if not split:
+        return "not_measured"
+    fixes = [x for x in w.get("whatif") or [] if _saves(x) and x.get("measured_saving_us")]
+    noise = _within_noise(card)
+    top = _top_finding(card, noise)
+    if fixes:
+        best = max(fixes, key=lambda x: x["measured_saving_us"])
+        if top is not None and (
+            _finding_leads(top, best, w) or best["id"] in WHATIF_FOR.get(str(top.get("rule")), ())
+        ):
+            # The finding leads the sentence, or the what-if measured the finding's own fix
+            # (XLA for compute-bound, steps_per_execution=4 or 16 for fit's per-batch cost):
+            # one verdict, whichever of its what-ifs the machine's noise let show a saving.
+            return str(top.get("rule") or "")
+        return "whatif:" + str(best["id"])
+    if top is not None:
+        return str(top.get("rule") or "")
+    return "within_noise" if noise else "no_fix"
+
+
+def _unmeasured(card: Mapping[str, Any]) -> str:
+    """The phases that would measure the categories this run did not, in a few words."""
+    why = sorted({r["why"] for r in card["split"] if not r["measured"] and r["why"]})
+    return f"; {' and '.join(why)} would measure the rest" if why else ""
+
+
+def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
+    """The answer's first sentence, always: the dominant cost and its share with its interval
+    (most of the step unexplained says so, with the largest measured part), then the top fix
+    measured on the loop, else the costliest finding's, else that no fix was found (with the
+    compute share, and its rate against this machine's peak where it was counted). Where the
+    compute share's interval reaches across a verdict's threshold (compute-bound at 60%,
+    overhead-bound at 40% overhead), it says so and quotes no compute- or overhead-bound
+    finding that another run of the same script could swap for the other."""
+    split = [r for r in card["split"] if r["measured"] and r["us"] and r["category"] != "other"]
+    if not split:
+        return (
+            "Verdict: no cause of the step was measured, only its time"
+            f"{_unmeasured(card) or ' (no phase that splits a step ran)'}."
+        )
+    top = split[0]
+    other = next((r for r in card["split"] if r["category"] == "other"), None)
+    if other is not None and other["us"] and other["share"] > top["share"]:
+        head = (
+            f"Verdict: {_pct(other)} of the step is unexplained (the largest measured part: "
+            f"{top['label']} {_pct(top)}{_unmeasured(card)})"
+        )
+    else:
+        head = f"Verdict: {top['label']} is {_pct(top)} of the step"
+    fixes = [x for x in w.get("whatif") or [] if _saves(x) and x.get("measured_saving_us")]
+    noise = _within_noise(card)
+    if noise:
+        compute = next(r for r in card["split"] if r["category"] == "compute")
+        what = f"compute {_pct(compute)}" if top["category"] != "compute" else ""
+        head += f" ({what}: {noise})" if what else f": {noise}"
+    finding = _top_finding(card, noise)
+    if fixes:
+        best = max(fixes, key=lambda x: x["measured_saving_us"])
+        speed = (
+            f", {best['baseline_us'] / best['variant_us']:.1f}× faster"
+            if best.get("variant_us") and best.get("baseline_us")
+            else ""
+        )
+        measured = f"{best['title']}, {duration(best['measured_saving_us'])} less per step{speed}"
+        if finding is not None and _finding_leads(finding, best, w):
+            fix = str(finding["fix"]).split(". ")[0].rstrip(".")
+            cost = finding.get("cost_us") or 0.0
+            return (
+                f"{head}; the top fix, predicted from this run's figures: {fix} (up to "
+                f"{duration(cost)} a step); measured on your loop: {measured}."
+            )
+        return f"{head}; the top fix, measured on your loop: {measured}."
+    if finding is not None:
+        fix = str(finding["fix"]).split(". ")[0].rstrip(".")
+        if fix:
+            return f"{head}; the top fix, predicted from this run's figures: {fix}."
+        return f"{head}; the costliest finding: {str(finding['message']).split(': ', 1)[-1]}"
+    if noise:
+        return f"{head}; no other finding fired."
+    compute = next((r for r in card["split"] if r["category"] == "compute"), None)
+    if compute is None or not compute["measured"]:
+        return f"{head}; no fix found (compute was not measured)."
+    fw = next(
+        (p.get("data") or {} for p in w.get("phases") or [] if p.get("name") == "framework"), {}
+    )
+    peak = ""
+    flops, gpeak = fw.get("flops_per_step"), fw.get("peak_gflops")
+    if flops and gpeak and compute["us"]:
+        peak = (
+            f" at {100 * flops / compute['us'] / 1e3 / gpeak:.0f}% of this machine's measured peak"
+        )
+    return f"{head}; no fix found: compute is {_pct(compute)} of the step{peak}."
+
+
+def _saves(x: Mapping[str, Any]) -> bool:
+    return x.get("verdict") in ("holds", "misses", "not predicted")
+
+
+def _runs_note(script: Mapping[str, Any], phases: list[Mapping[str, Any]]) -> str:
+    """When the script ran more than once for the phases it missed: which phases each run
+    measured, and the wall time of all of them."""
+    runs = script.get("runs") or []
+    if len(runs) < 2:
+        return ""
+    by_runs: dict[tuple[int, ...], list[str]] = {}
+    for p in phases:
+        if p.get("status") == "ok":
+            by_runs.setdefault(_phase_runs(p), []).append(str(p["name"]))
+    parts = [f"{', '.join(names)} in {_runs_words(r)}" for r, names in sorted(by_runs.items())]
+    spent = sum(float(x.get("wall_s") or 0.0) for x in runs)
+    return (
+        f"Measured over {len(runs)} runs of the script ({spent:,.1f} s in all, the phases each "
+        f"missed run again): {'; '.join(parts)}."
+    )
+
+
+def _phase_runs(p: Mapping[str, Any]) -> tuple[int, ...]:
+    """The runs a phase's measurements come from: its own, and those whose artefacts were
+    added to it (``repeat-N/``: a thin sampled phase adds later runs' samples)."""
+    runs = {int(p.get("repeat") or 0)}
+    for a in p.get("artefacts") or ():
+        head = str(a).split("/", 1)[0]
+        if head.startswith("repeat-") and head[7:].isdigit():
+            runs.add(int(head[7:]))
+    return tuple(sorted(runs))
+
+
+def _runs_words(runs: tuple[int, ...]) -> str:
+    """``the first``, ``run 3``, ``runs 1, 3 and 4`` (runs counted from 1)."""
+    if runs == (0,):
+        return "the first"
+    names = [str(r + 1) for r in runs]
+    if len(names) == 1:
+        return f"run {names[0]}"
+    return f"runs {', '.join(names[:-1])} and {names[-1]}"
+
+
 #: A block of steps this many times slower or faster than the timed window gets a note.
 BLOCK_RATIO = 1.5
 
@@ -116,6 +439,32 @@ def _blocks_note(script: Mapping[str, Any], median_us: float | None) -> str:
     )
 
 
+def _drift_note(d: Mapping[str, Any] | None) -> str:
+    """When the machine's speed varied beyond its blocks' own noise during the run: by how
+    much, between which step times, and how wide it makes the shares."""
+    if not d or not d.get("large"):
+        return ""
+    # The run of the script the ratio comes from (runs are compared within themselves).
+    medians = [b["median_us"] for b in d.get("blocks") or [] if b["repeat"] == d.get("repeat", 0)]
+    if len(medians) < 2:
+        return ""
+    lo, hi = d["interval"]
+    pts = d.get("share_pts")
+    widened = f": shares are ±{pts:.0f} points for it" if pts else ""
+    # A few blocks far apart give a bootstrap upper end in the thousands of percent: said as
+    # a lower bound only.
+    span = (
+        f"{100 * (lo - 1):.0f}–{100 * (hi - 1):.0f}%"
+        if hi - 1 <= 2
+        else f"{100 * (lo - 1):.0f}% or more"
+    )
+    return (
+        f"The machine's speed varied by {100 * (d['ratio'] - 1):.0f}% during the run "
+        f"(95%: {span}; uninstrumented blocks "
+        f"{duration(min(medians))}–{duration(max(medians))} a step){widened}."
+    )
+
+
 def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
     """One what-if in words: what it changed, what it saved, against the prediction."""
     m, p, res = x["measured_saving_us"], x["predicted_saving_us"], x["resolution_us"]
@@ -127,14 +476,38 @@ def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
         text = "not measured: the script ended during its blocks"
     elif x["status"] == "failed" or m is None:
         text = f"could not be applied: {x['error'] or 'no steps measured'}"
+    elif x["verdict"] in ("inconclusive", "slower"):
+        iv = x.get("interval_us")
+        span = (
+            f"the saving's 95% interval runs from {_signed(iv[0])} to {_signed(iv[1])} per step"
+            if iv
+            else "one pair of blocks: no interval"
+        )
+        if x["verdict"] == "slower":
+            text = (
+                f"measured: slower on this loop ({duration(abs(m))} more per step; "
+                f"{duration(x['baseline_us'])} → {duration(x['variant_us'])}; {span}): "
+                "not a fix on this loop"
+            )
+        else:
+            text = (
+                f"inconclusive: {duration(x['baseline_us'])} → {duration(x['variant_us'])}, "
+                f"but {span}, which spans no change: not shown to be a fix on this loop"
+            )
     else:
         speed = (
             f", {x['baseline_us'] / x['variant_us']:.1f}× faster"
             if x["variant_us"] and x["baseline_us"] and m > 0
             else ""
         )
+        iv = x.get("interval_us")
+        spread = (
+            f" (95%: {duration(iv[0])}–{duration(iv[1])})"
+            if iv
+            else (f" ±{duration(res)}" if res is not None else "")
+        )
         text = (
-            f"{duration(abs(m))}{' ±' + duration(res) if res is not None else ''} "
+            f"{duration(abs(m))}{spread} "
             f"{'less' if m >= 0 else 'more'} per step ({duration(x['baseline_us'])} → "
             f"{duration(x['variant_us'])}{speed}); "
             + (
@@ -152,8 +525,13 @@ def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
         "text": text,
         "verdict": x["verdict"],
         "results": f"{kept}: {x['results_note']}; {checked}",
-        "blocks": f"{x['pairs']} pairs of {x['block_steps']}-step blocks",
+        "blocks": f"{x['pairs']} pair{'s' if x['pairs'] != 1 else ''} of "
+        f"{x['block_steps']}-step blocks",
     }
+
+
+def _signed(us: float) -> str:
+    return f"{'-' if us < 0 else '+'}{duration(abs(us))}"
 
 
 def _biggest(split: list[dict[str, Any]]) -> str:
@@ -161,7 +539,7 @@ def _biggest(split: list[dict[str, Any]]) -> str:
     if not measured:
         return "No phase measured what the step is made of."
     top = measured[0]
-    return f"Most of it is {top['label']}: {duration(top['us'])} ({100 * top['share']:.0f}%)."
+    return f"Most of it is {top['label']}: {duration(top['us'])} ({_pct(top)})."
 
 
 def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
@@ -179,15 +557,23 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
             "slug": w["slug"],
             "status": w["status"],
             "message": script.get("message", ""),
+            "verdict": "",
             "missed": list(script.get("missed") or []),
             "sentence": "",
             "budget": _budget(script),
+            "runs": _runs_note(script, w.get("phases") or []),
+            "samples": _samples_note(w.get("phases") or []),
+            "memory": memory_line(w),
+            "drift": _drift_note(w.get("drift")),
             "blocks": "",
             "biggest": "",
             "split": [],
             "overhead_share": None,
             "findings": [],
-            "whatifs": [_whatif_row(x) for x in w.get("whatif") or []],
+            # Fixes: what-ifs that measured a saving; the rest (no measurable change, slower,
+            # failed) are said apart, never under what would fix it.
+            "whatifs": [_whatif_row(x) for x in w.get("whatif") or [] if _saves(x)],
+            "not_fixes": [_whatif_row(x) for x in w.get("whatif") or [] if not _saves(x)],
         }
         if att and w.get("step_time"):
             card["sentence"] = _sentence(w)
@@ -196,9 +582,17 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
             card["biggest"] = _biggest(card["split"])
             card["overhead_share"] = att.get("overhead_share")
         card["findings"] = [
-            {"message": d["message"], "fix": d["fix"], "cost_us": d.get("cost_us")}
+            {
+                "message": d["message"],
+                "fix": d["fix"],
+                "cost_us": d.get("cost_us"),
+                "rule": d.get("rule"),
+                "refuted": bool(d.get("refuted")),
+            }
             for d in findings
             if d.get("name") == w["name"]
         ][:TOP_FINDINGS]
+        card["verdict"] = _verdict(card, w) if card["split"] else ""
+        card["verdict_rule"] = verdict_rule(card, w) if card["split"] else ""
         out.append(card)
     return out

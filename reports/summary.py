@@ -20,9 +20,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from profiler.analysis import attribution, sampling, stacks, stats
+from profiler.analysis import attribution, gc, memory, sampling, stacks, stats
 from profiler.analysis.attribution import Attribution
 from profiler.analysis.run import Check, RunAnalysis, WorkloadAnalysis
 from profiler.capture.collectors.pyspy import frame_label, short_file
@@ -37,14 +38,16 @@ from profiler.model import (
     to_jsonable,
 )
 from profiler.model.records import LinesData, SampledData
+from profiler.version import __version__
 
 #: 1: the foundation; 2 (additive): phase data, sampling, attribution, experiments, diagnoses,
 #: training efficiency and script runs; 3 (additive): each phase's data is its typed record in
 #: full (fields a record leaves unset are null, no longer absent), pairs carry their id;
 #: 4 (additive): what-ifs' removes_share and group, experiments.seed_whatifs; 5: the
 #: ``communication`` category (a required key of every category map), a workload's ``worker``,
-#: the run's ``job``.
-SCHEMA_VERSION = 5
+#: the run's ``job``; 6 (additive): a script's memory names what grows; 7 (additive): what held
+#: the peak (``memory.peak``).
+SCHEMA_VERSION = 7
 TOOL_NAME = "training-loop-profiler"
 
 
@@ -144,6 +147,12 @@ def _loss_obj(trace: WorkloadTrace) -> dict[str, Any]:
 def _phase_data(rec: PhaseRecord, wa: WorkloadAnalysis) -> dict[str, Any]:
     """A phase's record as JSON, with what the analysis adds to it (the lines' tables)."""
     data = to_jsonable(rec.data) if rec.data is not None else {}
+    if rec.name == "sampled" and isinstance(rec.data, SampledData) and wa.sampling is not None:
+        # The samples inside steps (every share's denominator), and a share's 95% interval
+        # from that many, at its widest (a share of 50%).
+        n = wa.sampling.total
+        data["samples_in_steps"] = n
+        data["share_interval_pts"] = round(196 * math.sqrt(0.25 / n), 1) if n else None
     if rec.name == "lines" and isinstance(rec.data, LinesData):
         data = {
             "functions": wa.line_tables,
@@ -169,6 +178,15 @@ def _attribution_obj(att: Attribution | None, checks: list[Check]) -> dict[str, 
         c: median_ns([row[i] for row in att.steps]) / k / 1e3 for i, c in enumerate(CATEGORIES)
     }
     overhead = att.overhead_share
+    ref_iv = att.reference_interval_ns
+
+    def us_interval(c: str) -> list[float] | None:
+        # The share's interval times the step's (both 95%): conservative, never narrower.
+        iv = att.share_interval.get(c)
+        if iv is None or ref_iv is None:
+            return None
+        return [round(iv[0] * ref_iv[0] / 1e3, 3), round(iv[1] * ref_iv[1] / 1e3, 3)]
+
     return {
         "method": att.method,
         "reference_us": att.reference_ns / 1e3,
@@ -185,6 +203,47 @@ def _attribution_obj(att: Attribution | None, checks: list[Check]) -> dict[str, 
         "notes": list(att.notes),
         "conserved": True,
         "checks": [dataclasses.asdict(c) for c in checks],
+        "share_interval": {
+            c: list(att.share_interval[c]) if c in att.share_interval else None for c in CATEGORIES
+        },
+        "typical_interval_us": {c: us_interval(c) for c in CATEGORIES},
+        "reference_interval_us": [_us(v) for v in ref_iv] if ref_iv is not None else None,
+        "drift_pts": {c: att.drift_pts.get(c) for c in CATEGORIES},
+        "interval_method": attribution.INTERVAL_METHOD,
+    }
+
+
+#: A run whose speed varied beyond this ratio (beyond its blocks' own noise) says so.
+DRIFT_LARGE = 1.10
+
+
+def _drift_obj(d: stats.Drift | None, att: Attribution | None) -> dict[str, Any] | None:
+    """The summary's ``drift``: a script's uninstrumented blocks (the timed window and the
+    reference blocks between the windows), per training step, and how far apart they ran."""
+    if d is None:
+        return None
+    widest = max(att.drift_pts.values(), default=0.0) if att is not None else None
+    return {
+        "blocks": [
+            {
+                "label": b.label,
+                "repeat": b.repeat,
+                "first_step": b.first_step,
+                "steps": b.steps,
+                "median_us": _us(b.median_ns),
+                "interval_us": [_us(b.low_ns), _us(b.high_ns)],
+            }
+            for b in d.blocks
+        ],
+        "repeat": d.repeat,
+        "ratio": round(d.ratio, 4),
+        "interval": [round(d.interval[0], 4), round(d.interval[1], 4)],
+        "large": d.interval[0] >= DRIFT_LARGE,
+        "share_pts": widest,
+        "neighbours": {
+            name: {"step_us": _us(n.step_ns), "ratio": round(n.ratio, 4)}
+            for name, n in d.neighbours.items()
+        },
     }
 
 
@@ -370,10 +429,18 @@ def workload_summary(
         entry["whatif"] = [_whatif_obj(w) for w in wa.whatifs]
     entry["sampling"] = _sampling_obj(wa)
     entry["attribution"] = _attribution_obj(wa.attribution, wa.checks)
+    if wa.drift is not None:
+        entry["drift"] = _drift_obj(wa.drift, wa.attribution)
     if trace.script.get("path"):
         # A user's script (profiler.capture.script): how it ran, how its steps were found,
         # how it ended.
-        entry["script"] = trace.script
+        entry["script"] = {**trace.script, "gc": gc.record_totals(trace.script.get("gc"))}
+        mem = memory.analyse(trace.script.get("memory"), trace.script, memory.clean_spans(trace))
+        if mem is not None:
+            entry["memory"] = memory.to_json(mem)
+        pauses = gc.analyse(trace)
+        if pauses is not None:
+            entry["gc"] = gc.to_json(pauses)
     if trace.script.get("worker"):
         # One worker of a job (run --workers, or a host of a capture).
         entry["worker"] = trace.script["worker"]
@@ -407,6 +474,7 @@ def _whatif_obj(w: Any) -> dict[str, Any]:
         "predicted_share": round(w.predicted_share, 5) if w.predicted_share is not None else None,
         "tolerance_us": r(w.tolerance_us),
         "verdict": w.verdict,
+        "interval_us": [r(v) for v in w.interval_us] if w.interval_us is not None else None,
     }
 
 
@@ -418,8 +486,6 @@ def build(
 ) -> dict[str, Any]:
     """The whole summary document: ``analysis`` serialised (``written``: per workload slug,
     the files the renderers made per phase)."""
-    from profiler import __version__
-
     entries = [workload_summary(w, (written or {}).get(w.outcome.slug)) for w in analysis.workloads]
     doc = clean(
         {
@@ -456,18 +522,88 @@ def _short(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: Nesting deeper than any summary's (the deepest path of a run's summary is ~10 levels) is
+#: refused before anything walks the document recursively (the schema check, the report).
+MAX_DEPTH = 64
+#: Schema problems a ``SummaryError`` names; the rest are counted.
+SHOWN_PROBLEMS = 3
+
+
+def _refuse_constant(name: str) -> Any:
+    raise SummaryError(f"it holds {name}, which is not JSON (a summary writes null there)")
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Read, parse and validate a run's ``summary.json``: how ``report`` and ``compare`` read one.
+
+    Raises:
+        OSError: it cannot be read (``FileNotFoundError`` when it is not there).
+        SummaryError: one line: not UTF-8, not JSON, ``NaN``/``Infinity`` (which ``json``
+            accepts and no summary writes), nested deeper than ``MAX_DEPTH``, or not matching
+            the schema (``validate``).
+    """
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SummaryError(f"not a valid summary: not UTF-8 text (byte {exc.start})") from None
+    try:
+        doc = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:  # the decoder recurses per level: ~1,000 brackets are enough
+        raise SummaryError(f"not a valid summary: nested deeper than {MAX_DEPTH} levels") from None
+    except json.JSONDecodeError as exc:
+        raise SummaryError(f"not a valid summary: not JSON ({exc})") from None
+    except SummaryError as exc:
+        raise SummaryError(f"not a valid summary: {exc}") from None
+    if not isinstance(doc, dict):
+        raise SummaryError(f"not a valid summary: a JSON {type(doc).__name__}, not an object")
+    validate(doc)
+    return doc
+
+
+def _plain_problem(doc: Any) -> str | None:
+    """The first value no summary holds that the schema cannot see: nesting deeper than
+    ``MAX_DEPTH`` (checked without recursion) or a NaN or infinity (JSON numbers are finite;
+    ``"type": "number"`` accepts them)."""
+    todo: list[tuple[Any, tuple[Any, ...]]] = [(doc, ())]
+    while todo:
+        value, where = todo.pop()
+        if len(where) >= MAX_DEPTH:
+            return f"{'/'.join(map(str, where[:3]))}/...: nested deeper than {MAX_DEPTH} levels"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(item, (dict, list)):
+                todo.append((item, (*where, key)))
+            elif isinstance(item, float) and not math.isfinite(item):
+                path = "/".join(map(str, (*where, key)))
+                return f"{path}: {item} is not a JSON number (a summary writes null there)"
+    return None
+
+
 def validate(doc: dict[str, Any]) -> None:
-    """Raise ``SummaryError`` (one line per problem, at most five) if ``doc`` breaks the schema."""
+    """Raise ``SummaryError``, one line naming the first few problems, if ``doc`` breaks the
+    schema, holds a NaN or an infinity, or nests deeper than ``MAX_DEPTH``."""
     import jsonschema
 
+    if not isinstance(doc, dict):
+        raise SummaryError(f"summary is a {type(doc).__name__}, not an object")
+    problem = _plain_problem(doc)
+    if problem:
+        raise SummaryError(f"summary does not match its schema: {problem}")
     validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    # Keys of one container are all str or all int: (is str, key) sorts mixed paths too.
+    errors = sorted(
+        validator.iter_errors(doc),
+        key=lambda e: [(isinstance(p, str), p) for p in e.absolute_path],
+    )
     if errors:
-        lines = [
+        shown = [
             f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {_short(e.message)}"
-            for e in errors[:5]
+            for e in errors[:SHOWN_PROBLEMS]
         ]
-        raise SummaryError("summary does not match its schema:\n" + "\n".join(lines))
+        more = len(errors) - len(shown)
+        text = "; ".join(shown) + (f" (and {more} more)" if more else "")
+        raise SummaryError("summary does not match its schema: " + " ".join(text.split()))
 
 
 _ABS_PATH = re.compile(r"(?<![\w.])/(?:[\w.@+-]+/)+[\w.@+-]*")

@@ -1,4 +1,5 @@
-"""TensorBoard scalars per workload: step time, and the loss against steps, samples and updates.
+"""TensorBoard scalars per workload: step time, the loss against steps, samples and updates, and
+a script's resident memory against the steps.
 
 Place in the pipeline: a per-workload artefact writer
 (``profiler.processes.pipeline.ARTEFACT_WRITERS``), run in the parent after capture:
@@ -6,9 +7,10 @@ Place in the pipeline: a per-workload artefact writer
 the framework phase's profile capture, so TensorBoard shows each workload as one run with its
 scalars and its profile.
 
-The file is written with TensorBoard's pure-Python record writer and protos
-(``tensorboard.compat.proto``): TensorFlow is never imported here. (``EventFileWriter`` would
-import it through ``tf.io.gfile``; the parent must not pay TensorFlow's seconds and ~500 MB.)
+The file's records are encoded by ``profiler.reports.event_file``: neither TensorFlow nor
+TensorBoard is imported here, or needed (TensorFlow is optional, and 2.21 no longer installs
+TensorBoard; ``EventFileWriter`` would import TensorFlow through ``tf.io.gfile``, and the parent
+must not pay its seconds and ~500 MB). Only ``read``, for tests, uses TensorBoard's protos.
 
 Tags (``Event.step`` is the x axis):
 
@@ -17,7 +19,13 @@ Tags (``Event.step`` is the x axis):
 * ``phase_step_time_us/<phase>``: the same for every instrumented phase's window (their
   inflation, step by step);
 * ``loss/by_step``, ``loss/by_samples``, ``loss/by_updates``: the loss on the evaluation set
-  against training steps, samples and parameter updates done (0 for the initial loss).
+  against training steps, samples and parameter updates done (0 for the initial loss);
+* ``memory/resident_mb``: a script's resident memory (MB, 2**20 bytes) against the steps done,
+  the median of each bucket of consecutive steps as the step times are downsampled (its
+  samples at one step are one bucket: the imports before the first step are step 0);
+* ``memory/growth_kb_per_step``, once, at the run's last step: the growth per step after the
+  warm-up (``profiler.analysis.memory``, the summary's figure), with its 95% interval's ends
+  as ``memory/growth_kb_per_step_low95`` and ``..._high95``; none where it was not measured.
 
 Event wall times are reconstructed from the step clock, anchored at the time of writing, so
 TensorBoard's "relative" axis shows the run's own timing.
@@ -32,15 +40,16 @@ loss against wall time.
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from profiler.analysis import memory
 from profiler.analysis.attribution import Attribution
 from profiler.model import CATEGORIES, Window, WorkloadTrace
-from profiler.processes.rundir import atomic_write_bytes
+from profiler.model.atomic import atomic_write_bytes
+from profiler.reports import event_file
 
 STEP_TIME = "step_time_us"
 PHASE_STEP_TIME = "phase_step_time_us/{phase}"
@@ -48,8 +57,15 @@ LOSS_BY_STEP = "loss/by_step"
 LOSS_BY_SAMPLES = "loss/by_samples"
 LOSS_BY_UPDATES = "loss/by_updates"
 BY_CATEGORY = "time_by_category/{category}"
+MEMORY_RESIDENT = "memory/resident_mb"
+MEMORY_GROWTH = "memory/growth_kb_per_step"
+MEMORY_GROWTH_LOW = "memory/growth_kb_per_step_low95"
+MEMORY_GROWTH_HIGH = "memory/growth_kb_per_step_high95"
 #: Our event files end with this, so a re-render replaces them and nothing else.
 FILE_SUFFIX = ".profiler-scalars"
+#: The event-file format version TensorBoard reads, and the writer named in the file.
+FILE_VERSION = "brain.Event:2"
+WRITER = "training-loop-profiler"
 
 
 #: Step-time points per window. TensorBoard itself shows at most 1,000 points a tag; a window
@@ -96,6 +112,40 @@ def _categories(
             yield BY_CATEGORY.format(category=category), unit * k, mean / k / 1e3, end_ns
 
 
+def _memory(trace: WorkloadTrace) -> Iterator[tuple[str, int, float, int]]:
+    """``memory/*``: a script's resident memory against the steps done (the record's samples,
+    one bucket per run of consecutive steps, at most ``MAX_POINTS_PER_WINDOW``; each bucket's
+    median at its last step and its last sample's clock), then the growth per step once."""
+    script = trace.script or {}
+    record = script.get("memory") or {}
+    steps, rss = list(record.get("steps") or []), list(record.get("rss_bytes") or [])
+    if not record.get("measured") or not rss or len(steps) != len(rss):
+        return
+    k = trace.work.units_per_step
+    t_ns = list(record.get("t_ns") or [0] * len(rss))
+    # Samples in time order, their steps never going back: one group per step done.
+    groups: list[tuple[int, list[int], list[int]]] = []  # (step, resident bytes, clock ns)
+    for s, r, t in zip(steps, rss, t_ns, strict=False):
+        if not groups or groups[-1][0] != s:
+            groups.append((s, [], []))
+        groups[-1][1].append(r)
+        groups[-1][2].append(t)
+    per = max(1, -(-len(groups) // MAX_POINTS_PER_WINDOW))
+    for lo in range(0, len(groups), per):
+        part = groups[lo : lo + per]
+        values = sorted(r for _, rs, _ in part for r in rs)
+        median = values[(len(values) - 1) // 2]
+        yield MEMORY_RESIDENT, part[-1][0] * k, median / 2**20, part[-1][2][-1]
+    m = memory.analyse(record, script, memory.clean_spans(trace))
+    if m is None or m.growth_per_step is None:
+        return
+    at, t = m.last_step * k, t_ns[-1]
+    yield MEMORY_GROWTH, at, m.growth_per_step / 1024, t
+    if m.growth_low is not None and m.growth_high is not None:
+        yield MEMORY_GROWTH_LOW, at, m.growth_low / 1024, t
+        yield MEMORY_GROWTH_HIGH, at, m.growth_high / 1024, t
+
+
 def scalars(
     trace: WorkloadTrace, att: Attribution | None = None
 ) -> Iterator[tuple[str, int, float, int]]:
@@ -121,6 +171,7 @@ def scalars(
         for unit, value_us, end_ns in _downsampled(p.window, k):
             yield tag, unit * k, value_us, end_ns
     yield from _categories(trace, att)
+    yield from _memory(trace)
     for m in trace.metrics:
         if m.name != "loss":
             continue
@@ -134,21 +185,10 @@ def scalars(
 def _encode(points: list[tuple[str, int, float, float]], now: float) -> bytes:
     """Event-file bytes: a version record, then one ``Event`` per ``(tag, step, value,
     seconds before now)`` point, in the given order."""
-    from tensorboard.compat.proto import event_pb2, summary_pb2
-    from tensorboard.summary.writer.record_writer import RecordWriter
-
-    buf = io.BytesIO()
-    writer = RecordWriter(buf)
-    header = event_pb2.Event(wall_time=now, file_version="brain.Event:2")
-    header.source_metadata.writer = "training-loop-profiler"
-    writer.write(header.SerializeToString())
+    out = [event_file.record(event_file.header_event(now, FILE_VERSION, WRITER))]
     for tag, step, value, before_s in points:
-        value_pb = summary_pb2.Summary.Value(tag=tag, simple_value=value)
-        event = event_pb2.Event(
-            wall_time=now - before_s, step=step, summary=summary_pb2.Summary(value=[value_pb])
-        )
-        writer.write(event.SerializeToString())
-    return buf.getvalue()
+        out.append(event_file.record(event_file.scalar_event(now - before_s, step, tag, value)))
+    return b"".join(out)
 
 
 def _write(logdir: Path, suffix: str, data: bytes, now: float) -> Path:

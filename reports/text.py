@@ -64,6 +64,8 @@ def answer(vm: dict[str, Any]) -> str:
     for card in vm.get("focus") or []:
         if not card["split"]:
             continue
+        if card.get("verdict"):
+            out.append(card["verdict"])
         if card.get("budget"):
             out.append(card["budget"])
         out.append(card["sentence"])
@@ -72,14 +74,27 @@ def answer(vm: dict[str, Any]) -> str:
             if not r["measured"]:
                 parts.append(f"{r['label']} not measured ({r['why']})")
             elif r["us"]:
-                parts.append(f"{r['label']} {duration(r['us'])} ({100 * r['share']:.0f}%)")
+                pm = f" ±{r['pm']:.0f}" if r.get("pm") is not None and r["pm"] >= 0.5 else ""
+                gc = f", {r['detail']}" if r.get("detail") else ""
+                parts.append(f"{r['label']} {duration(r['us'])} ({100 * r['share']:.0f}%{pm}{gc})")
         out.append("  " + "; ".join(parts))
+        if card.get("samples"):
+            out.append("  " + card["samples"])
+        if card.get("drift"):
+            out.append("  " + card["drift"])
+        if card.get("memory"):
+            out.append(card["memory"])
+            out.extend(f"  {line}" for line in card.get("memory_peak") or [])
         if card.get("blocks"):
             out.append(card["blocks"])
         if card.get("whatifs"):
             out.append("what would fix it, measured on your loop:")
             for x in card["whatifs"]:
                 out.append(f"  - {x['title']}: {x['text']}; {x['results']} ({x['blocks']})")
+        if card.get("not_fixes"):
+            out.append("measured on your loop, and not a fix here:")
+            for x in card["not_fixes"]:
+                out.append(f"  - {x['title']}: {x['text']} ({x['blocks']})")
         if card["findings"]:
             out.append("what to change, costliest first:")
             for i, d in enumerate(card["findings"], 1):
@@ -87,12 +102,15 @@ def answer(vm: dict[str, Any]) -> str:
                 out.append(f"     fix: {d['fix']}")
         elif card["overhead_share"] is not None:
             out.append("  no finding fired on this run's figures.")
+        if card.get("runs"):
+            out.append(card["runs"])
         out.append("")
     return "\n".join(out).rstrip()
 
 
 def comparison(doc: dict[str, Any]) -> str:
-    """The terminal rendering: the sentence, then a table of both sides by category."""
+    """The terminal rendering: the sentence, then a table of both sides by category, then their
+    memory per step (growth with its interval, last and peak resident)."""
     lines = []
     for c in doc["comparisons"]:
         a, b = c["a"], c["b"]
@@ -109,7 +127,45 @@ def comparison(doc: dict[str, Any]) -> str:
             f"  {'step':12s} {a['step_us']:18,.1f} {b['step_us']:18,.1f} "
             f"{a['step_us'] - b['step_us']:+10,.1f}"
         )
+        if c.get("memory"):
+            lines.append(f"  {c['memory']['sentence']}")
         if a["run"] != b["run"]:
             lines.append(f"  runs: A {a['run']}, B {b['run']}")
         lines.append("")
+    if doc.get("gate"):
+        lines.extend(gate(doc["gate"]))
     return "\n".join(lines).rstrip()
+
+
+def _pct(v: float) -> str:
+    return f"{v:+,.1f}%"
+
+
+def gate(g: dict[str, Any]) -> list[str]:
+    """``compare --fail-above``: one line per workload (A's and B's typical step, the change
+    with its interval, the verdict), then the gate's outcome."""
+    pct = f"{g['fail_above_pct']:g}%"
+    verdicts = {
+        "regressed": f"regressed (more than {pct} slower)",
+        "inconclusive": f"inconclusive (above {pct}, but its interval reaches below)",
+        "within": f"within {pct}",
+        "faster": "faster",
+    }
+    lines = [f"gate --fail-above {g['fail_above_pct']:g}: B's typical step against A's"]
+    for c in g["workloads"]:
+        verdict = verdicts[c["verdict"]]
+        if c["change_pct"] is None:
+            change, verdict = "change unknown (a step of 0 µs)", "inconclusive"
+        elif c["low_pct"] is None:
+            change = f"{_pct(c['change_pct'])} (no interval: no step spread in a summary)"
+            if c["verdict"] == "inconclusive":
+                verdict = f"inconclusive (above {pct}, no interval)"
+        else:
+            interval = f"{100 * g['confidence']:.0f}% interval {_pct(c['low_pct'])} to "
+            change = f"{_pct(c['change_pct'])} ({interval}{_pct(c['high_pct'])})"
+        lines.append(
+            f"  {c['workload']}: A {c['a_us']:,.1f} µs, B {c['b_us']:,.1f} µs, {change}: {verdict}"
+        )
+    bad = [c["workload"] for c in g["workloads"] if c["verdict"] == "regressed"]
+    lines.append(f"gate: failed ({', '.join(bad)} regressed)" if bad else "gate: passed")
+    return lines

@@ -19,7 +19,7 @@ from profiler.analysis.compare import one as compare_one
 from profiler.model import CATEGORIES
 from profiler.reports import charts
 from profiler.reports.efficiency_view import efficiency_view
-from profiler.reports.focus_view import focus
+from profiler.reports.focus_view import focus, memory_chart, size_text
 from profiler.workloads import casestudy
 
 TOP_OPS = 10
@@ -35,6 +35,137 @@ def short_path(path: str) -> str:
         return path.split("site-packages/", 1)[1]
     parts = [p for p in path.split("/") if p]
     return "/".join(parts[-2:])
+
+
+def _where(name: str) -> str:
+    """The script's name as the answer says it: ``global `x```, ``local `x` of main()``."""
+    if "()." in name:
+        fn, _, rest = name.partition("().")
+        return f"local `{rest}` of {fn}()"
+    return f"`{name}`" if "." in name else f"global `{name}`"
+
+
+def _holder_text(h: dict[str, Any]) -> str:
+    """One holder (``memory.peak.holders``) in words."""
+    where, size, n = _where(h["name"]), size_text(h["bytes"]), h.get("count") or 0
+    if h["kind"] == "model":
+        params = f"{n / 1e6:,.1f} M" if n >= 10**6 else f"{n:,}"
+        text = f"{where}: {h['what']}, {params} parameters in weights, {size}"
+        if h.get("optimizer_bytes") is not None:
+            text += f"; optimizer slots {size_text(h['optimizer_bytes'])}"
+        return text
+    if h["kind"] == "optimizer":
+        return f"{where}: optimizer {h['what']}, its variables {size}"
+    if h["kind"] == "container":
+        est = f" (from {h['looked']:,} items looked at, spread evenly)" if h.get("capped") else ""
+        return f"{where}: {h['what']} of {n:,} {h['item']}, {'~' if est else ''}{size}{est}"
+    return f"{where}: {h['what']}, {size}"
+
+
+#: What the rest of the resident bytes at the peak is, when no name reaches it.
+REST = (
+    "temporaries, allocator caches, freed memory not given back, what libraries hold that no "
+    "name reaches"
+)
+
+
+def peak_lines(m: dict[str, Any] | None) -> list[str]:
+    """What held the memory at its peak (``memory.peak``): the census nearest the peak, the
+    names that held the most, and what the names do not account for; "not measured" where no
+    census was taken (never zero)."""
+    if not m:
+        return []
+    p = m.get("peak")
+    if not p:
+        return [
+            f"At the peak ({m['peak_mb']:,.0f} MB, {m['peak_step']:,} steps in), what held it: "
+            "not measured (no census of the script's names)."
+        ]
+    mb = 2**20
+    at = f"the census at step {p['step']:,}, {p['rss_mb']:,.0f} MB resident"
+    if m["peak_mb"] - p["rss_mb"] >= 1:
+        at += f"; the peak sampled: {m['peak_mb']:,.0f} MB at step {m['peak_step']:,}"
+    # Holders under 1% of the largest (or 1 KB) are counted, not listed: a dataset's 192-byte
+    # batch_size tensor beside a 1 MB array is noise.
+    top = p["holders"][0]["bytes"] if p["holders"] else 0
+    shown = [h for i, h in enumerate(p["holders"]) if i == 0 or h["bytes"] >= max(0.01 * top, 1024)]
+    held = "; ".join(_holder_text(h) for h in shown) or "no array, tensor or model"
+    more = p["found"] - len(shown)
+    more_text = f" (and {more:,} smaller)" if more > 0 else ""
+    lines = [f"What held the peak ({at}): {held}{more_text}."]
+    libraries = "the interpreter and the libraries it imported"
+    if "tensorflow" in (p.get("frameworks") or []):
+        libraries += ", TensorFlow's runtime among them"
+    runtime = (
+        f"{size_text(p['runtime_mb'] * mb)} the runtime (resident before the first step, less "
+        f"what the names held then: {libraries})"
+        if p["runtime_mb"] is not None
+        else "the runtime not measured (no sample before a first step)"
+    )
+    lines.append(
+        f"The script's names account for {size_text(p['held_mb'] * mb)}; {runtime}; "
+        f"{size_text(p['rest_mb'] * mb)} the rest ({REST})."
+    )
+    lines.extend(allocator_lines(m))
+    return lines
+
+
+def allocator_lines(m: dict[str, Any]) -> list[str]:
+    """TensorFlow's allocator per device (``memory.allocator``): in use at the resident peak,
+    at the end, and its own peak; nothing for a script without TensorFlow."""
+    why = m.get("allocator_why") or ""
+    devices = m.get("allocator") or []
+    if not devices:
+        if not why or why.startswith("the script did not import"):
+            return []
+        return [f"TensorFlow's allocator: not read ({why})."]
+    mb = 2**20
+    parts = []
+    for a in devices:
+        at_peak = (
+            f"{size_text(a['at_rss_peak_mb'] * mb)} in use at the resident peak, "
+            if a.get("at_rss_peak_mb") is not None
+            else ""
+        )
+        parts.append(
+            f"on {a['device']}: {at_peak}{size_text(a['last_mb'] * mb)} at the end, "
+            f"{size_text(a['peak_mb'] * mb)} at its own peak"
+        )
+    cpu = any(a["device"].startswith("CPU") for a in devices)
+    counted = (
+        " (on CPU it counts its buffers of 256 KB and more: smaller tensors come from another "
+        "allocator it does not count, measured with TensorFlow 2.21)"
+        if cpu
+        else ""
+    )
+    return [f"TensorFlow's allocator{counted} {'; '.join(parts)}."]
+
+
+def peak_point(m: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The memory chart's point at the census nearest the peak, named with what the names
+    held, the runtime and the rest; its hover lists the holders. None: no census."""
+    p = (m or {}).get("peak")
+    if not p:
+        return None
+    mb = 2**20
+    runtime = size_text(p["runtime_mb"] * mb) if p["runtime_mb"] is not None else "not measured"
+    name = (
+        f"what held the peak (step {p['step']:,}): names {size_text(p['held_mb'] * mb)}, "
+        f"runtime {runtime}, the rest {size_text(p['rest_mb'] * mb)}"
+    )
+    # A dtype can hold "<" (numpy's "<U10"): escaped, as Plotly reads its hover as markup.
+    texts = [_holder_text(h).replace("&", "&amp;").replace("<", "&lt;") for h in p["holders"]]
+    hover = "<br>".join(texts) or "no array, tensor or model"
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": name,
+        "x": [p["step"]],
+        "y": [p["rss_mb"]],
+        "marker": {"size": 9, "symbol": "diamond", "color": "#6a1b9a"},
+        "text": [hover],
+        "hovertemplate": "%{text}<extra>" + name + "</extra>",
+    }
 
 
 def _fastest(workloads: list[dict[str, Any]]) -> float | None:
@@ -251,6 +382,21 @@ def _sweep_items(x: dict[str, Any] | None) -> list[dict[str, Any]]:
     return items
 
 
+#: The measurement processes beside the workloads', by their summary section.
+PROCESSES = (("experiments", "experiments process"), ("efficiency", "efficiency process"))
+
+
+def failed_processes(summary: dict[str, Any]) -> list[dict[str, str]]:
+    """The experiments and efficiency processes that did not end ``ok``, as failed rows."""
+    out = []
+    for key, label in PROCESSES:
+        section = summary.get(key) or {}
+        status = section.get("status", "ok")
+        if status != "ok":
+            out.append({"label": label, "status": status, "error": section.get("error", "")})
+    return out
+
+
 def build(summary: dict[str, Any]) -> dict[str, Any]:
     """The view model of a whole run."""
     rows = workload_rows(summary)
@@ -290,6 +436,18 @@ def build(summary: dict[str, Any]) -> dict[str, Any]:
         if series and series.get("step"):
             card["chart_id"] = f"chart-series-{i}"
             chart_list.append(charts.step_series(card["chart_id"], card["label"], series))
+        record = (by_slug[card["slug"]].get("script") or {}).get("memory") or {}
+        # What held the peak: lines under the memory line (the terminal), and a point on the
+        # memory chart at the census (the page).
+        mem = by_slug[card["slug"]].get("memory")
+        card["memory_peak"] = peak_lines(mem)
+        if record.get("measured") and record.get("rss_bytes"):
+            card["memory_chart_id"] = f"chart-memory-{i}"
+            chart = memory_chart(card, by_slug[card["slug"]], series)
+            point = peak_point(mem)
+            if point is not None:
+                chart["data"].append(point)
+            chart_list.append(chart)
     diagnoses = list(summary.get("diagnoses") or []) + list((eff or {}).get("diagnoses") or [])
     return {
         "title": f"Training-loop profile, run {run.get('id', '?')}",
@@ -310,7 +468,8 @@ def build(summary: dict[str, Any]) -> dict[str, Any]:
         "focus": cards,
         "workloads": rows,
         "failed": [
-            {"label": r["label"], "status": r["status"], "error": r["error"]} for r in failed
+            *({"label": r["label"], "status": r["status"], "error": r["error"]} for r in failed),
+            *failed_processes(summary),
         ],
         "comparison": cmp,
         "job": job or None,

@@ -101,7 +101,7 @@ def record() -> Path:
         options={"time_scale": 0.3},
         experiments=True,
         sweep_sizes=[10, 1_000, 10_000],
-        experiment_overrides={"blocks": 4, "block_s": 0.05},
+        experiment_overrides={"blocks": 4, "block_s": 0.05, "pair_max_s": 0.3},
         efficiency_overrides={
             "seeds": [0],
             "budgets": {"numpy": 20_800, "keras": 12_480, "keras_adam_zeroinit": 12_480},

@@ -266,3 +266,84 @@ def test_a_much_faster_hooks_window_is_scaled_whole_not_left_to_the_python_side(
     assert att.typical["compute"] + att.typical["dispatch"] == 800
     assert att.typical["python"] + att.typical["feed_fetch"] == 800
     assert any("ran 0.50x the timed window's" in n for n in att.notes)
+
+
+def test_kernels_of_a_faster_capture_window_are_their_share_not_their_time():
+    # Issue 23's convolution: one 52 ms kernel that is the whole call in the capture window
+    # (the machine was quieter then), a 70 ms call and step in the timed and hooks windows.
+    # Kernels are their share of the call (100%), never 52 ms of a 70 ms call with 18 ms
+    # booked as dispatch.
+    ms = 1_000_000
+    hooks = PhaseRecord(
+        "hooks",
+        "ok",
+        window=_window("hooks", [70 * ms] * 5, 100),
+        data=hooks_data({"native": 70 * ms}, {"native": "native"}, cost_ns=0),
+    )
+    fw = PhaseRecord(
+        "framework",
+        "ok",
+        window=_window("framework", [52 * ms] * 5, 200),
+        data=replace(
+            framework_data(kernel_union_ns=52 * ms, executor_ns=52 * ms),
+            median_ns=StepMedians(
+                kernel_union_ns=52 * ms, executor_ns=52 * ms, run_call_ns=52 * ms
+            ),
+        ),
+    )
+    att = attribution.attribute(_trace([70 * ms] * 10, hooks, fw))
+    assert att.typical["compute"] == 70 * ms
+    assert att.typical["dispatch"] == 0
+
+
+def test_kernels_alone_take_the_native_calls_share_of_their_own_window():
+    # Only the framework capture: its steps took 60 ms, the call 54 ms of them (90%), kernels
+    # 48 ms (80% of the call); the timed step, measured at another moment, is 80 ms.
+    ms = 1_000_000
+    fw = PhaseRecord(
+        "framework",
+        "ok",
+        window=_window("framework", [60 * ms] * 5, 200),
+        data=replace(
+            framework_data(kernel_union_ns=48 * ms, executor_ns=50 * ms),
+            median_ns=StepMedians(
+                kernel_union_ns=48 * ms, executor_ns=50 * ms, run_call_ns=54 * ms
+            ),
+        ),
+    )
+    att = attribution.attribute(_trace([80 * ms] * 10, fw))
+    assert att.typical["compute"] == 80 * ms * 9 // 10 * 8 // 9  # 90% of 80, then 48/54 of that
+    assert att.typical["other"] == 8 * ms
+
+
+def test_the_native_calls_wait_while_tf_data_threads_run_python_is_input() -> None:
+    # The hooks+kernels step above (its native call's per-call part: 100 ns), sampled while a
+    # tf.data thread ran the script's generator in 60 of 100 main-thread ticks: 60 ns of that
+    # per-call time is waiting for the input, named with the script's function.
+    script_ops = "/venv/site-packages/tensorflow/python/ops/script_ops.py"
+    gen = (
+        py("FuncRegistry.__call__", script_ops, 269),
+        py("DataGenerator.__getitem__", "/home/u/train.py", 73),
+        py("load", "/venv/site-packages/numpy/lib/_npyio_impl.py", 483),
+    )
+    samples = (
+        Sample(TF1_DO_RUN, 100, MAIN_THREAD),
+        Sample(gen, 45, "thread 12"),
+        Sample(gen, 15, "thread 13"),
+        Sample((py("run", "/usr/lib/python3.11/threading.py", 9),), 100, "helper 14"),
+    )
+    sampled = PhaseRecord(
+        "sampled",
+        "ok",
+        window=_window("sampled", [1000] * 5, 300),
+        samples=samples,
+        data=sampled_data(),
+    )
+    att = attribution.attribute(_trace(TIMED, HOOKS, FRAMEWORK, sampled))
+    assert att.parts["feed_fetch.input_python"] == 60 and att.parts["dispatch.per_call"] == 40
+    assert sum(att.typical.values()) == att.reference_ns
+    assert any("DataGenerator.__getitem__ (train.py)" in s for s in att.sources["feed_fetch"])
+    # Under a fifth of the ticks: left as dispatch.
+    few = replace(sampled, samples=(samples[0], Sample(gen, 10, "thread 12")))
+    att = attribution.attribute(_trace(TIMED, HOOKS, FRAMEWORK, few))
+    assert "feed_fetch.input_python" not in att.parts and att.parts["dispatch.per_call"] == 100

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.reports import summary
+from profiler.reports import chrome_trace, summary, tensorboard
 from tests.conftest import REPO, python_env
 
 
@@ -137,9 +137,19 @@ def test_report_rerenders_from_summary_and_rejects_a_non_run(tmp_path):
     assert out.returncode == 0, out.stderr
     run_dir = (tmp_path / "latest").resolve()
     (run_dir / "report.html").unlink()
+    # Every output it writes comes back, TensorBoard's event files and the Chrome trace too.
+    (events,) = (run_dir / "tensorboard").rglob("events.out.tfevents.*")
+    scalars = tensorboard.read(events)
+    events.unlink()
+    (run_dir / "workloads" / "numpy_gd" / chrome_trace.FILE_NAME).unlink()
     again = cli("report", str(run_dir))
     assert again.returncode == 0
     assert "numpy_gd" in (run_dir / "report.html").read_text()
+    (events,) = (run_dir / "tensorboard").rglob("events.out.tfevents.*")
+    assert [(x["tag"], x["step"], x["value"]) for x in tensorboard.read(events)] == [
+        (x["tag"], x["step"], x["value"]) for x in scalars
+    ]
+    assert (run_dir / "workloads" / "numpy_gd" / chrome_trace.FILE_NAME).is_file()
     missing = cli("report", str(tmp_path / "nowhere"))
     assert missing.returncode == 2
     assert "summary.json does not exist" in missing.stderr
@@ -149,3 +159,23 @@ def test_seed_full_steps_flag_is_documented_in_help():
     out = cli("run", "--help")
     assert "--full" in out.stdout and "1e5" in out.stdout
     assert Path(REPO / "Makefile").read_text().count("FULL") >= 2
+
+
+def test_capture_without_tensorflow_installed_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    from profiler import cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "tensorflow" else real(name, *a),
+    )
+    status = cli.main(["capture", "grpc://127.0.0.1:1", "--out", str(tmp_path / "runs")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("error: capture: ") and "TensorFlow is not installed" in lines[0]
+    assert not (tmp_path / "runs").exists()

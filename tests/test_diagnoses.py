@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from profiler.diagnoses.engine import Rule, evaluate
+from profiler.model import PhaseRecord, Segment, Window, WorkDecl, WorkloadTrace
 
 RULE = Rule(
     id="slow",
@@ -33,3 +34,295 @@ def test_rule_is_silent_below_its_condition_without_facts_or_for_another_subject
 def test_a_template_may_only_use_declared_facts():
     with pytest.raises(ValueError, match="'typed' is not in needs"):
         Rule("bad", "workload", ("name",), lambda f: True, "{name} {typed}")
+
+
+class _Warmup:
+    n_steps = 10
+
+
+class _Trace:
+    warmup = _Warmup()
+
+    def __init__(self, functions: list[dict], steps: int = 110) -> None:
+        self.script = {"steps": steps, "functions": functions}
+
+
+def _tracing(functions: list[dict], steps: int = 110) -> dict[str, object]:
+    """The tracing findings on a step that spends 30% of its 100 µs tracing."""
+    from profiler.diagnoses import performance
+
+    f: dict[str, object] = {"label": "s.py", "name": "s.py", "tracing_us": 30.0}
+    f.update(tracing_pct=30.0, uses_function=True, ops_per_step=None)
+    performance._retrace_facts(f, _Trace(functions, steps))
+    found = evaluate(performance.RULES, "workload", [f])
+    return {d.rule: d for d in found if "tracing" in d.rule}
+
+
+def test_signature_advice_only_for_a_function_the_script_defines():
+    keras = {"name": "TensorFlowTrainer.make_predict_function.<locals>.one_step_on_data"}
+    keras.update(module="keras.src.backend.tensorflow.trainer", own=False, calls=100)
+    keras.update(trace_steps=[20, 30, 40], changed={})
+    found = _tracing([keras])
+    assert set(found) == {"library_tracing"}
+    d = found["library_tracing"]
+    assert "one_step_on_data (in keras.src.backend.tensorflow.trainer)" in d.message
+    assert "which the script does not define: it traced 3 times in 100 steady-state" in d.message
+    assert "input_signature" not in d.fix and "not the script's to change" in d.fix
+    # No function traced again after the warm-up: the tracing the samples saw was a first
+    # trace inside the windows (a first validation's), once: no advice.
+    quiet = {**keras, "trace_steps": [1]}
+    once = _tracing([quiet, {**own_fn(), "trace_steps": [2]}])
+    assert set(once) == {"one_off_tracing"} and once["one_off_tracing"].cost_us is None
+    assert once["one_off_tracing"].fix.startswith("None in the loop: a trace is paid once")
+    assert "traced for the first time inside the measured steps" in found_msg(once)
+    # The script's own function retraced on a Python int: the retracing finding, with the arg.
+    own = {"name": "train_step", "module": "__main__", "own": True, "calls": 100}
+    own.update(trace_steps=[11, 12, 13, 14], changed={"step": {"times": 4, "what": "a Python int"}})
+    found = _tracing([own, keras])
+    assert set(found) == {"retracing"}
+    assert "Pass step as a tensor" in found["retracing"].fix
+    # Retracing on a tensor (its shape changes): a signature absorbs it; "pass it as a
+    # tensor" cannot help.
+    shapes = {**own, "changed": {"x": {"times": 4, "what": "a tensor"}}}
+    found = _tracing([shapes])
+    assert set(found) == {"retracing"}
+    assert "Pass" not in found["retracing"].fix
+    assert "input_signature with None for the dimension of x" in found["retracing"].fix
+    # One more trace in 1,545 steps (a tf.data loop's last partial batch, seen on the
+    # TensorBoard guide's loop): a one-off, no retracing finding and no cost to lead with.
+    partial = {**shapes, "trace_steps": [300]}
+    found = _tracing([partial], steps=1555)
+    assert set(found) == {"one_off_tracing"} and found["one_off_tracing"].cost_us is None
+    msg = found["one_off_tracing"].message
+    assert "train_step traced 1 more time after the warm-up, in 1,545 steps: x (a tensor)" in msg
+    # Four in 100 steps is retracing (above): the few are at most 3 and under 1 in 100 steps.
+    assert set(_tracing([{**shapes, "trace_steps": [20, 40, 60]}])) == {"retracing"}
+    # A record written before functions had an origin counts as the script's own.
+    old = {k: v for k, v in own.items() if k not in ("module", "own")}
+    assert set(_tracing([old])) == {"retracing"}
+
+
+def own_fn() -> dict:
+    return {"name": "train_step", "module": "__main__", "own": True, "calls": 100}
+
+
+def found_msg(found: dict) -> str:
+    return " ".join(d.message for d in found.values())
+
+
+def test_epochs_of_one_batch_are_named_and_get_no_per_batch_advice():
+    from profiler.diagnoses import performance
+
+    f = {"label": "s.py", "name": "s.py", "framework": "keras", "step_us": 275_000.0}
+    f.update(overhead_pct=98.0, overhead_us=270_000.0, compute_us=5.0, units_per_step=1)
+    f.update(tracing_pct=0.0, flops=None, uses_function=True)
+    many = {d.rule for d in evaluate(performance.RULES, "workload", [f])}
+    assert "overhead_bound_keras" in many and "one_batch_epochs" not in many
+    f["one_batch_epochs"] = 500
+    found = {d.rule: d for d in evaluate(performance.RULES, "workload", [f])}
+    assert "overhead_bound_keras" not in found
+    d = found["one_batch_epochs"]
+    assert "each of the 500 epochs of fit is one batch" in d.message
+    assert "fewer epochs" in d.fix and "steps_per_execution cannot help" in d.fix
+
+
+def test_the_line_that_runs_once_a_period_is_named_in_the_periodic_finding() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+    from profiler.model import LineStat
+
+    f = "/home/u/train.py"
+    lines = (
+        LineStat(f, 79, "train", 288, 288 * 3_900_000, "loss = train_step(net, example, opt)"),
+        LineStat(f, 82, "train", 288, 288 * 200_000, "if int(ckpt.step) % 10 == 0 and save:"),
+        LineStat(f, 84, "train", 29, 29 * 36_600_000, "save_path = manager.save()"),
+        LineStat(f, 85, "train", 29, 29 * 500_000, "print(save_path)"),
+        LineStat("/v/site-packages/k.py", 9, "f", 29, 29 * 90_000_000, "x"),
+    )
+    rec = SimpleNamespace(lines=lines, data=SimpleNamespace(steps_profiled=288))
+    trace = SimpleNamespace(phase=lambda name: rec if name == "lines" else None)
+    said = performance._slow_line(trace, 10, 35_000_000)
+    assert said == (
+        "Line 84 (`save_path = manager.save()`) runs 29 times in 288 steps, 36.6 ms each time "
+        "(the lines phase)"
+    )
+    # Another period, or an excess the line cannot hold: not named.
+    assert performance._slow_line(trace, 50, 35_000_000) == ""
+    assert performance._slow_line(trace, 10, 200_000_000) == ""
+
+
+def test_a_fit_called_once_an_iteration_is_told_of_its_calls_not_its_epochs() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    epochs = SimpleNamespace(
+        excess_ns=311_000_000, share=0.97, low_share=0.9, steps_per_epoch=4, boundaries=10
+    )
+    wa = SimpleNamespace(epochs=epochs)
+    fit = {"epochs": 1, "calls": 60, "callbacks": [], "validation": False}
+    f: dict = {}
+    performance._epoch_facts(f, SimpleNamespace(script={"fit": fit}), wa)
+    assert f["epoch_unit"] == "fit call"
+    assert f["epoch_fix"].startswith("call fit once for the loop's 60 iterations (fit(epochs=60)")
+    assert "steps_per_epoch" not in f["epoch_fix"]
+    # One fit of many epochs: its epochs are the boundaries.
+    f = {}
+    performance._epoch_facts(f, SimpleNamespace(script={"fit": {**fit, "calls": 1}}), wa)
+    assert f["epoch_unit"] == "epoch" and "steps_per_epoch larger than 4" in f["epoch_fix"]
+
+
+def test_predict_on_one_batch_a_call_in_a_loop_is_named_with_predict_on_batch() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import calls
+
+    # A GAN's generator.predict on 16 samples, 150 times: 20.7 s of a 46.4 s run.
+    script = {
+        "wall_s": 46.4,
+        "steps": 450,
+        "time": {"steps_s": 40.0},
+        "keras_calls": {"predict": {"calls": 150, "ms": 20_685.0, "samples": 2400, "sized": 150}},
+    }
+    f: dict = {"label": "gan.py"}
+    calls.call_facts(f, SimpleNamespace(script=script))
+    (d,) = evaluate(calls.RULES, "workload", [{**f, "name": "gan.py"}])
+    assert d.rule == "predict_in_loop" and "150 times on 16 samples each" in d.message
+    assert "model.predict_on_batch(x) or model(x, training=False)" in d.fix
+
+
+def test_one_epoch_boundary_does_not_hold_back_the_per_batch_finding() -> None:
+    from profiler.diagnoses import performance
+
+    f = {"epoch_boundaries": 1, "epoch_cost_per_step_us": 1091.0}
+    assert performance._recurring_epoch_cost(f) == 0.0
+    assert performance._recurring_epoch_cost({**f, "epoch_boundaries": 3}) == 1091.0
+
+
+def test_per_epoch_cost_is_held_to_its_smallest_boundary() -> None:
+    from profiler.diagnoses import performance
+
+    (rule,) = [r for r in performance.RULES if r.id == "per_epoch_cost"]
+    f = {"epoch_share_pct": 11.0, "epoch_low_pct": 6.0, "epoch_boundaries": 3}
+    assert not rule.when(f)
+    assert rule.when({**f, "epoch_low_pct": 10.5})
+    assert not rule.when({**f, "epoch_low_pct": 12.0, "epoch_boundaries": 1})
+
+
+def test_the_eager_fix_names_the_loop_body_when_the_loop_itself_updates_the_model():
+    # TF's "Custom training: walkthrough": the loop calls grad(...) and then
+    # optimizer.apply_gradients and the metrics itself; wrapping grad alone leaves them eager
+    # (measured: grad in tf.function 1.4x faster, the whole body 5.0x).
+    from types import SimpleNamespace
+
+    from profiler.diagnoses.performance import _step_function
+
+    body = {"chosen_line": 40, "calls": ["grad"], "updates": True}
+    text = _step_function(SimpleNamespace(script={"auto_step": body}))
+    assert text.startswith("the body of the loop at line 40") and "grad" in text
+    only = {"chosen_line": 40, "calls": ["train_step"], "updates": False}
+    text = _step_function(SimpleNamespace(script={"auto_step": only}))
+    assert text == "train_step (called by the loop at line 40)"
+
+
+def test_per_call_advice_for_a_library_function_names_it_and_not_a_tf_range_loop():
+    """A train_on_batch loop: the steps call Keras's one_step_on_data, which the script does
+    not define; a tf.range loop inside it is not the script's to write."""
+    from profiler.diagnoses import performance
+
+    keras = {"name": "TensorFlowTrainer._make_function.<locals>.one_step_on_data"}
+    keras.update(module="keras.src.backend.tensorflow.trainer", own=False, calls=1565)
+    f: dict[str, object] = {"label": "s.py", "name": "s.py", "framework": "tf2"}
+    f.update(mode="function", step_us=1156.0, overhead_pct=87.0, overhead_us=1008.0)
+    f.update(compute_us=148.0, units_per_step=1, tracing_pct=0.0, flops=None)
+    performance._retrace_facts(f, _Trace([keras], steps=1575))
+    found = {d.rule: d for d in evaluate(performance.RULES, "workload", [f])}
+    fix = found["overhead_bound_function"].fix
+    assert "one_step_on_data (in keras.src.backend.tensorflow.trainer)" in fix
+    assert "steps_per_execution=k, instead of train_on_batch" in fix and "tf.range" not in fix
+    # The script's own function: the loop inside it.
+    own = {**own_fn(), "calls": 1565}
+    g = {k: v for k, v in f.items() if k != "function_fix"}
+    performance._retrace_facts(g, _Trace([own, {**keras, "calls": 3}], steps=1575))
+    found = {d.rule: d for d in evaluate(performance.RULES, "workload", [g])}
+    assert "a loop over tf.range(k) inside it" in found["overhead_bound_function"].fix
+
+
+def _segment(first: int, durations: list[int], t0: int) -> Segment:
+    bounds = [t0]
+    for d in durations:
+        bounds.append(bounds[-1] + d)
+    return Segment(first, tuple(bounds))
+
+
+def _windows_trace(
+    steps_per_epoch: int, windows: list[tuple[str, int, list[int]]]
+) -> WorkloadTrace:
+    """A trace whose phases are ``(name, first step, step durations)``, back to back."""
+    t0, phases = 1_000_000, []
+    for name, first, durs in windows:
+        phases.append(PhaseRecord(name, "ok", window=Window(name, (_segment(first, durs, t0),))))
+        t0 += sum(durs)
+    return WorkloadTrace(
+        workload="w",
+        params={},
+        work=WorkDecl(32, 1, steps_per_epoch, 0, 0),
+        build_ns=0,
+        warmup=Window("warmup", (_segment(0, [1_000_000], 0),)),
+        phases=tuple(phases),
+    )
+
+
+def test_an_epoch_boundary_in_an_instrumented_window_counts_at_the_timed_steps_speed():
+    """Epochs of 10 batches of 1 ms; each boundary carries 2 ms of validation. The timed window
+    holds the first boundary (with a one-off 20 ms trace), a window 3x slower holds the next
+    three: each counts as 2 ms at the timed window's speed, and the first is left out."""
+    from profiler.analysis import stats
+
+    ms = 1_000_000
+    timed = [ms] * 10 + [ms + 20 * ms] + [ms] * 9  # steps 0..19; step 10 is a boundary
+    slow = ([3 * ms + 6 * ms] + [3 * ms] * 9) * 2 + [3 * ms + 6 * ms]  # steps 20..40
+    trace = _windows_trace(10, [("timed", 0, timed), ("hooks", 20, slow)])
+    cost = stats.epoch_cost(trace, 10, 0)
+    assert cost is not None and cost.boundaries == 3  # steps 20, 30 and 40; step 10 left out
+    assert cost.excess_ns == 2 * ms and cost.batch_ns == ms
+    assert cost.share == pytest.approx(2 / 12) and cost.low_share == pytest.approx(2 / 12)
+    # Measured absolute, the slow window's 6 ms would have read 6 / 16 of an epoch.
+
+
+def test_slow_steps_repeat_across_windows_at_their_own_speed_and_the_sampler_pauses_are_left_out():
+    """A 6 ms step every 100th (an epoch's validation) falls once in each window: across the
+    timed window, one 2x slower and a third, its period is found, each at the timed window's
+    speed; the sampled window's steps (py-spy pauses the process) count for nothing."""
+    from profiler.analysis import stats
+
+    ms = 1_000_000
+
+    def steps(first: int, scale: int, slow_at: set[int]) -> list[int]:
+        return [scale * (7 * ms if first + i in slow_at else ms) for i in range(100)]
+
+    every = {50, 150, 250, 350}
+    paused = [5 * ms if i % 7 == 3 else ms for i in range(100)]  # the sampler's pauses
+    windows = [
+        ("timed", 0, steps(0, 1, every)),
+        ("hooks", 100, steps(100, 2, every)),
+        ("sampled", 200, paused),
+        ("lines", 300, steps(300, 3, every)),
+    ]
+    trace = _windows_trace(1000, windows)
+    slow = stats.slow_steps_across(trace)
+    assert slow is not None and slow.period == 100 and slow.count == 3 and slow.first == 50
+    assert slow.median_ns == ms and slow.slow_ns == 7 * ms
+    # One window alone holds one of them: no period (and under 3 slow steps, nothing).
+    assert stats.slow_steps(steps(0, 1, every)) is None
+
+
+def test_a_graph_growing_in_the_loop_fires_at_half_an_op_a_step_and_a_one_off_does_not():
+    from profiler.diagnoses import performance
+
+    (rule,) = [r for r in performance.RULES if r.id == "graph_growth"]
+    f = {"label": "s.py", "ops_per_step": 0.499, "ops_from": 115, "ops_to": 1103}
+    f["tracing_us"] = 2172.0
+    assert rule.when(f)  # 988 ops over 1,976 steps: two session.run calls an iteration
+    assert not rule.when({**f, "ops_per_step": 0.02, "ops_to": 125})  # a saver made once

@@ -154,3 +154,82 @@ def test_summary_section_reports_prediction_error_and_resolution():
     assert out["crossover"]["n"] is None
     assert "never cross" in out["crossover"]["note"]
     assert isinstance(Measured(1, 1, 1).saving_ns, int)
+
+
+def _noisy_runner(clock: FakeClock, unit_ns: int, noise: list[int], blocks: list[int]):
+    """A runner whose every step takes ``unit_ns`` plus the next of ``noise`` (cycled), and
+    that counts its blocks."""
+    state = {"i": 0}
+
+    def run(n, marks, clk):
+        blocks.append(n)
+        for _ in range(n):
+            clock.advance(unit_ns + noise[state["i"] % len(noise)])
+            state["i"] += 1
+            marks.append(clk())
+
+    return run
+
+
+def test_a_pair_with_a_steady_saving_stops_at_the_fewest_block_pairs():
+    from profiler.model import blocks as blk
+
+    clock = FakeClock()
+    seen_a: list[int] = []
+    seen_b: list[int] = []
+    a = _noisy_runner(clock, 1_000, [0], seen_a)
+    b = _noisy_runner(clock, 600, [0], seen_b)
+    out = blk.sized_pairs((a, b), (1, 1), (20, 20), clock)
+    assert out.pairs == blk.MIN_PAIRS and len(seen_a) == len(seen_b) == blk.MIN_PAIRS
+    mean, low, high = out.interval_ns()
+    assert mean == low == high == 400
+
+
+def test_a_pair_whose_blocks_drift_gets_more_block_pairs_within_its_budget():
+    from profiler.model import blocks as blk
+
+    clock = FakeClock()
+    seen: list[int] = []
+    # Block medians that move by 40% from block to block: the interval stays wide.
+    a = _noisy_runner(clock, 1_000, [0] * 10 + [400] * 10 + [-300] * 10, seen)
+    b = _noisy_runner(clock, 950, [200] * 10 + [-200] * 10, [])
+    out = blk.sized_pairs((a, b), (1, 1), (10, 10), clock)
+    assert blk.MIN_PAIRS < out.pairs <= blk.MAX_PAIRS
+    # A budget of 1 µs of blocks stops it after the fewest pairs.
+    clock2 = FakeClock()
+    a2 = _noisy_runner(clock2, 1_000, [0] * 10 + [400] * 10 + [-300] * 10, [])
+    b2 = _noisy_runner(clock2, 950, [200] * 10 + [-200] * 10, [])
+    assert blk.sized_pairs((a2, b2), (1, 1), (10, 10), clock2, max_s=1e-6).pairs == blk.MIN_PAIRS
+
+
+def test_a_pair_verdict_follows_its_interval():
+    base = {
+        "id": "x",
+        "name": "feed",
+        "baseline": "tf1_gd",
+        "variant": "tf1_gd_nofeed",
+        "status": "ok",
+        "error": "",
+        "baseline_ns": 200_000,
+        "resolution_ns": 2_000,
+        "steps": [100, 100],
+        "pairs": 5,
+    }
+    pair = next(p for p in PAIRS if p.baseline == "tf1_gd")
+    cases = {
+        # a saving of ~0 whose interval spans zero: inconclusive, never "N µs more per step"
+        "inconclusive": {"variant_ns": 199_000, "interval_ns": [-9_000, 11_000]},
+        "holds": {"variant_ns": 110_000, "interval_ns": [85_000, 95_000]},
+        "misses": {"variant_ns": 150_000, "interval_ns": [45_000, 55_000]},
+        "slower": {"variant_ns": 230_000, "interval_ns": [-35_000, -25_000]},
+    }
+    for verdict, extra in cases.items():
+        raw = {"pairs": [{**base, "id": pair.id, **extra}], "sweep": {}}
+        (row,) = summarize(raw, PAIRS, lambda _b, _r: 90_000)["pairs"]
+        assert row["verdict"] == verdict, (verdict, row)
+        assert row["pairs"] == 5 and row["interval_us"] == [v / 1e3 for v in extra["interval_ns"]]
+    # An older run's pair (no block pairs recorded): the goal decides, no interval.
+    old = {k: v for k, v in base.items() if k != "pairs"}
+    raw = {"pairs": [{**old, "id": pair.id, "variant_ns": 110_000}], "sweep": {}}
+    (row,) = summarize(raw, PAIRS, lambda _b, _r: 90_000)["pairs"]
+    assert row["verdict"] == "holds" and row["pairs"] is None and row["interval_us"] is None

@@ -197,6 +197,55 @@ def test_ctrl_c_during_the_experiments_keeps_the_run_partial_and_starts_nothing_
     assert not (tmp_path / "runs" / "latest").exists()
 
 
+def _process_of(module: str, under: Path) -> int | None:
+    """The pid of ``python -m module`` whose command line names a path under ``under``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if module in argv and any(str(under) in a for a in argv):
+            return int(entry.name)
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("workload", "module", "section"),
+    [
+        # numpy_gd selects the size sweep alone, adam_minibatch the efficiency study alone.
+        ("numpy_gd", "profiler.capture.experiments", "experiments"),
+        ("adam_minibatch", "profiler.capture.efficiency", "efficiency"),
+    ],
+)
+def test_a_killed_measurement_process_fails_the_run_in_one_line(
+    tmp_path, workload, module, section
+):
+    proc = _start(
+        tmp_path, "--workloads", workload, "--phases", "timed", "--quick", "--experiments"
+    )
+    deadline = time.monotonic() + 120
+    while (pid := _process_of(module, tmp_path)) is None:
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert time.monotonic() < deadline, f"{module} never started"
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err[-2000:]
+    said = [line for line in out.splitlines() if line.startswith(f"{section} process")]
+    assert said == [f"{section} process: failed: killed by signal 9 (SIGKILL)"], out
+    run = only_run(tmp_path)
+    assert not run.name.endswith(".partial")
+    doc = json.loads((run / "summary.json").read_text())
+    assert doc["run"]["status"] == "failed"
+    assert doc[section]["status"] == "failed"
+    assert doc[section]["error"] == "killed by signal 9 (SIGKILL)"
+    assert [w["status"] for w in doc["workloads"]] == ["ok"]
+    assert _gone(pid)
+
+
 FORKS = """
 import os
 import time

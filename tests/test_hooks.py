@@ -49,7 +49,9 @@ def test_tf1_parts_add_up_to_no_more_than_the_step():
 def test_tf1_native_call_is_at_least_half_the_step_and_feed_fetch_are_measured():
     data = _hooks("tf1_gd").data
     med = data.median_ns
-    # The hooks' own measured cost is instrumentation, not part of the step (README, "Categories").
+    # The hooks' own measured cost is instrumentation, not part of the step
+    # (profiler/docs/measuring.md,
+    # "Categories").
     step = med["wall"] - data.self_cost.per_step_ns
     # The design notes measured the native call at ~60% of a step (112-123 of ~190 µs). Here the
     # native call takes the same ~118 µs but the Python side is slower, so the share is
@@ -90,9 +92,12 @@ def test_own_cost_is_measured_and_small(name):
     assert len(cost.on_off_pairs) == 5 and cost.on_off_ns == median_ns(cost.on_off_pairs)
     assert cost.per_step_ns >= cost.per_step_ns_microbench > 0
     assert cost.per_step_ns >= cost.per_call_ns * cost.calls_per_step
-    # The hooks' own cost is a small part of the step: 6-20% here, 29% once on a loaded machine
-    # (the on/off blocks then time the machine's noise too).
-    assert 0 < cost.share_of_step < 0.4
+    # The hooks' own cost is a small part of the step: the micro-benchmark's figure (the calls
+    # through the hooks, timed apart) under a fifth of it. The on/off blocks' figure also times
+    # the machine's noise (6-20% here, 29% and 62% on loaded machines): only its sign is sure.
+    step_ns = cost.per_step_ns / cost.share_of_step
+    assert 0 < cost.per_step_ns_microbench / step_ns < 0.2
+    assert 0 < cost.share_of_step < 1.0
 
 
 @pytest.mark.tf
@@ -202,3 +207,15 @@ def test_split_derives_parts_that_add_up_to_the_wall_exactly():
 def test_derived_parts_are_floored_at_zero():
     parts = collect.derive(_T, 10, {"outer": 30, "inner": 5, "gap": 40})
     assert parts["gap_rest"] == 0 and parts["outside"] == 0
+
+
+def test_a_step_whose_parts_exceed_its_wall_is_not_a_typical_step() -> None:
+    from profiler.capture.collectors import hooks as collect
+
+    walls = [3_500_000] * 20
+    measured = [3_000_000] * 20
+    measured[7] = 530_000_000  # an epoch's validation built between two steps
+    central = collect._central(walls, measured)
+    assert 7 not in central and len(central) == 19
+    # Every row over-full: the walls alone decide (nothing better to go on).
+    assert collect._central(walls, [10**9] * 20) == collect._central(walls)

@@ -114,5 +114,46 @@ def test_tf1_gd_profiles_the_step_and_base_session_run(tf1_run) -> None:
     assert "_FetchHandler(" in next_lines and "np_asarray" in next_lines
     step = tables["build.<locals>.step"]
     assert "sess.run" in step["rows"][0]["source"]
-    durations = rec.window.durations_ns()
-    assert sorted(durations)[len(durations) // 2] > sorted(trace.warmup.durations_ns())[25]
+    # Nested timings agree: the step's lines fit in its steps, and the session's lines in the
+    # step's sess.run line, which runs once a step. (How much line profiling slows a step is
+    # the bench's figure: beside a busy process it is within the noise, 646 against 702 us.)
+    n = rec.data.steps_profiled
+    assert step["rows"][0]["hits"] == n
+    mean_us = sum(rec.window.durations_ns()) / len(rec.window.durations_ns()) / 1e3
+    assert step["us_per_step"] <= mean_us * 1.02
+    assert run["us_per_step"] <= step["rows"][0]["us_per_step"] * 1.02
+
+
+@pytest.mark.slow
+def test_a_loop_inside_a_function_called_once_is_profiled_line_by_line(tmp_path) -> None:
+    # The loop runs inside train(), called once and running when the lines phase starts: its
+    # lines (the every-10th-step save included) are in the table, with their hit counts.
+    from tests.test_script_run import cli, only_run, phase, workload
+
+    script = tmp_path / "fn_loop.py"
+    script.write_text(
+        "import time\n"
+        "import numpy as np\n"
+        "\n"
+        "def save(w):\n"
+        "    time.sleep(0.001)\n"
+        "\n"
+        "def train(steps):\n"
+        "    w = np.zeros(64)\n"
+        "    for step in range(steps):\n"
+        "        w = w * 0.5 + np.ones(64) @ np.eye(64)\n"
+        "        if step % 10 == 0:\n"
+        "            save(w)\n"
+        "    return w\n"
+        "\n"
+        "train(20_000)\n"
+    )
+    out = cli(tmp_path, str(script))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    lines = phase(w, "lines")
+    assert lines["status"] == "ok", lines
+    table = (only_run(tmp_path) / "workloads" / "fn_loop.py" / "lines.txt").read_text()
+    assert "train  (" in table and "save(w)" in table, table
+    hits = {int(m[1]): int(m[2]) for m in re.finditer(r"^\*?\s+(\d+)\s+(\d+)\s", table, re.M)}
+    assert hits[12] * 10 == pytest.approx(hits[10], rel=0.05), hits

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import profiler
 from profiler.reports import summary
 from tests.conftest import python_env
 
@@ -200,3 +201,265 @@ def test_the_keras_callback_profiles_its_window_of_batches_and_writes_the_run(tm
     assert w["script"]["fit"]["steps_per_epoch"] == 128
     assert sum(got["categories"].values()) == got["step_ns"]
     assert (tmp_path / got["report"]).resolve() == (run / "report.html").resolve()
+
+
+#: Run inside a test program: what of the profiling is still alive in this process, and the
+#: callback's last run.
+PROBE = """
+import json, os, signal, threading
+from pathlib import Path
+
+
+def pyspy_children():
+    try:
+        import psutil
+    except ImportError:  # /proc: processes whose parent is this one
+        me, found = str(os.getpid()), 0
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            found += stat.rsplit(")", 1)[1].split()[1] == me and b"py-spy" in cmd
+        return found
+    return sum("py-spy" in " ".join(p.cmdline()) for p in psutil.Process().children(True))
+
+
+def state(cb, raised=None):
+    s, run = cb.summary, cb.run_dir
+    doc = json.loads((run / "summary.json").read_text()) if run else None
+    return {
+        "raised": type(raised).__name__ if raised is not None else None,
+        "pyspy": pyspy_children(),
+        "schedule": sum(t.name == "profiler-schedule" for t in threading.enumerate()),
+        "status": s and s.status, "steps": s and s.steps, "step_ns": s and s.step_ns,
+        "categories": s and s.categories, "message": s and s.message,
+        "run": run and run.name,
+        "run_status": doc and doc["run"]["status"],
+        "error": doc and doc["workloads"][0].get("error"),
+    }
+"""
+
+KERAS_MODEL = """
+import numpy as np
+import keras
+import tensorflow as tf
+from profiler.keras import ProfileCallback
+
+x = np.random.rand(4096, 16).astype("float32")
+y = np.random.rand(4096, 1).astype("float32")
+model = keras.Sequential([
+    keras.Input((16,)),
+    keras.layers.Lambda(lambda t: tf.debugging.check_numerics(t, "a NaN in the input")),
+    keras.layers.Dense(32, activation="relu"),
+    keras.layers.Dense(1),
+])
+model.compile("adam", "mse")
+"""
+
+FIT_RAISES = (
+    PROBE
+    + KERAS_MODEL
+    + """
+class WhileSampled(keras.callbacks.Callback):
+    \"\"\"Calls ``act`` at the end of the first batch during which py-spy samples us.\"\"\"
+
+    def __init__(self, act):
+        super().__init__()
+        self.act, self.seen = act, 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.seen += 1
+        if pyspy_children():
+            self.act()
+
+
+def bad_batch():
+    raise ValueError("bad batch")
+
+
+def ctrl_c():
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+nan_x = x.copy()
+nan_x[100] = np.nan  # in a batch of the first epoch (fit shuffles)
+cb = ProfileCallback(out="runs")
+raises, interrupts = WhileSampled(bad_batch), WhileSampled(ctrl_c)
+fits = {
+    "callback": lambda: model.fit(x, y, epochs=4, callbacks=[cb, raises], verbose=0),
+    "model": lambda: model.fit(nan_x, y, epochs=2, callbacks=[cb], verbose=0),
+    "interrupt": lambda: model.fit(x, y, epochs=4, callbacks=[cb, interrupts], verbose=0),
+}
+got = {}
+for name, fit in fits.items():
+    try:
+        fit()
+        got[name] = state(cb)
+    except BaseException as exc:
+        got[name] = state(cb, exc)
+got["callback"]["at"], got["interrupt"]["at"] = raises.seen, interrupts.seen
+print(json.dumps(got))
+"""
+)
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_the_keras_callback_stops_its_profiling_and_writes_the_run_however_fit_raises(tmp_path):
+    # Keras calls no callback when fit raises: another callback's exception, the model's, a
+    # KeyboardInterrupt each end the run the callback started before reaching the caller. The
+    # first and last are raised while py-spy samples the process.
+    out = _python(tmp_path, FIT_RAISES, timeout=420)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    for name, raised, status in [
+        ("callback", "ValueError", "failed"),
+        ("model", "InvalidArgumentError", "failed"),
+        ("interrupt", "KeyboardInterrupt", "interrupted"),
+    ]:
+        s = got[name]
+        assert s["raised"] == raised, (name, s)
+        # Nothing of the profiling is left running in the user's process.
+        assert s["pyspy"] == 0 and s["schedule"] == 0, (name, s)
+        assert s["status"] == s["run_status"] == status, (name, s)
+    at = got["callback"]["at"]
+    assert got["callback"]["message"].startswith(f"fit raised ValueError after {at} steps")
+    assert got["callback"]["error"].endswith("bad batch")
+    assert "a NaN in the input" in got["model"]["error"]
+    at = got["interrupt"]["at"]
+    assert got["interrupt"]["steps"] == at
+    assert got["interrupt"]["message"].startswith(f"fit was interrupted after {at} steps")
+    # Failed runs are finished; an interrupted one keeps its .partial name, with its summary.
+    assert not got["callback"]["run"].endswith(".partial")
+    assert not got["model"]["run"].endswith(".partial")
+    assert got["interrupt"]["run"].endswith(".partial")
+    runs = {p.name for p in (tmp_path / "runs").iterdir() if not p.is_symlink()}
+    assert runs == {got[name]["run"] for name in got}
+
+
+FIT_TWICE = (
+    PROBE
+    + KERAS_MODEL
+    + """
+cb = ProfileCallback(out="runs")
+got = []
+for epochs in (2, 3):
+    model.fit(x[:1024], y[:1024], epochs=epochs, batch_size=32, callbacks=[cb], verbose=0)
+    got.append(state(cb))
+print(json.dumps({"fits": got, "summaries": [s.steps for s in cb.summaries]}))
+"""
+)
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_one_keras_callback_given_to_two_fits_profiles_each_as_a_run_of_its_own(tmp_path):
+    out = _python(tmp_path, FIT_TWICE, timeout=420)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    first, second = got["fits"]
+    # Each fit's own batches (32 an epoch), counted from its start; each run finished.
+    assert (first["steps"], second["steps"]) == (64, 96)
+    assert got["summaries"] == [64, 96]
+    for s in (first, second):
+        assert s["status"] == s["run_status"] == "ok"
+        assert s["pyspy"] == 0 and s["schedule"] == 0
+    assert first["run"] != second["run"]
+    runs = {p.name for p in (tmp_path / "runs").iterdir() if not p.is_symlink()}
+    assert runs == {first["run"], second["run"]}  # no .partial left
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: _callback(batches=-1), "batches must be an integer from 1 to"),
+        (lambda: _callback(batches=0), "batches must be an integer from 1 to"),
+        (lambda: _callback(batches=True), "batches must be an integer from 1 to"),
+        (lambda: _callback(skip_batches=-1), "skip_batches must be an integer from 0 to"),
+        (lambda: _callback(skip_batches=None), "skip_batches must be an integer from 0 to"),
+        (lambda: _callback(steps=0), "steps must be an integer from 1 to"),
+        (lambda: _callback(phases=("lines",)), "phases must be a non-empty sequence of timed"),
+        (lambda: _callback(name=""), "name must be a non-empty string"),
+        (lambda: profiler.profile(max_steps=0), "max_steps must be an integer from 1 to"),
+        (lambda: profiler.profile(steps=2.5), "steps must be an integer from 1 to"),
+        (lambda: profiler.profile(phases="timed"), "phases must be a non-empty sequence"),
+    ],
+)
+def test_in_process_arguments_out_of_range_are_refused_when_given(make, named, tmp_path):
+    with pytest.raises(ValueError, match=named):
+        make()
+    assert not (tmp_path / "runs").exists()
+
+
+def _callback(**kwargs):
+    from profiler.keras import ProfileCallback
+
+    return ProfileCallback(**kwargs)
+
+
+FIT_ALL_SKIPPED = (
+    PROBE
+    + KERAS_MODEL
+    + """
+cb = ProfileCallback(out="runs", skip_batches=500)
+model.fit(x[:1024], y[:1024], epochs=2, batch_size=32, callbacks=[cb], verbose=0)
+print(json.dumps(state(cb)))
+"""
+)
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_a_fit_shorter_than_skip_batches_ends_saying_no_batch_was_measured(tmp_path):
+    out = _python(tmp_path, FIT_ALL_SKIPPED)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["status"] == got["run_status"] == "failed"
+    assert got["steps"] == 0 and got["step_ns"] is None and got["categories"] == {}
+    said = "no batch was measured: fit ran 64 batches, all within skip_batches=500"
+    assert got["message"].startswith(said) and got["error"].startswith(said)
+    assert "--step-function" not in got["message"]  # the steps were marked: not that advice
+    assert got["pyspy"] == 0 and got["schedule"] == 0
+
+
+NESTED = """
+import json
+import numpy as np
+import profiler
+
+w = np.zeros((8, 1))
+with profiler.profile(out="runs", name="outer") as outer:
+    for i in range(3000):
+        with profiler.step():
+            w += 1.0
+    try:
+        with profiler.profile(out="runs", name="inner"):
+            raise AssertionError("the inner block ran")
+    except profiler.live.AlreadyProfiling as exc:
+        refused = str(exc)
+    for i in range(3000):
+        with profiler.step():
+            w += 1.0
+s = outer.summary
+print(json.dumps({"refused": refused, "status": s.status, "steps": s.steps}))
+"""
+
+
+@pytest.mark.slow
+def test_a_profile_block_inside_another_is_refused_at_its_with_and_the_outer_counts_every_step(
+    tmp_path,
+):
+    out = _python(tmp_path, NESTED)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    program = tmp_path / "program.py"
+    assert got["refused"].startswith(
+        f"cannot profile a block of {program}:12: a block of {program}:7 is already being "
+        "profiled in this process"
+    )
+    # The outer block counted the steps before and after the refused one.
+    assert got["status"] == "ok" and got["steps"] == 6000
+    run, w = _the_run(tmp_path)  # the outer's only: the inner reserved no folder
+    assert w["name"] == "outer" and w["script"]["steps"] == 6000

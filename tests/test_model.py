@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -187,3 +189,17 @@ def test_segment_round_trip_and_total(increments: list[int]):
     seg = Segment(3, tuple(bounds))
     assert sum(seg.durations_ns()) == seg.end_ns - seg.start_ns
     assert from_jsonable(Segment, to_jsonable(seg)) == seg
+
+
+def test_text_from_the_script_leaves_the_trace_encodable(tmp_path):
+    # os.fsdecode(b"caf\xe9.py") and a message holding another lone surrogate (text.shown).
+    t = dataclasses.replace(
+        _trace(),
+        workload="caf\udce9.py",
+        error="bad \udcff \ud800 é",
+        script={"p\udcfe": ["x\udce9"]},
+    )
+    t.save(tmp_path / "model.json.gz")
+    back = WorkloadTrace.load(tmp_path / "model.json.gz")
+    assert back.workload == "caf\\xe9.py" and back.error == "bad \\xff \\ud800 é"
+    assert back.script == {"p\\xfe": ["x\\xe9"]}

@@ -275,6 +275,18 @@ def test_an_inner_loop_per_sample_is_named_with_its_share_of_the_step():
     assert loops.RULES[0].when(f)
     # Arithmetic-bound steps keep their loop: no finding.
     assert not loops.RULES[0].when({**f, "python_dispatch_pct": 20.0})
+    # Nor does a step whose Python time is mostly the collector's pauses (garbage_collection).
+    assert not loops.RULES[0].when({**f, "python_dispatch_pct": 100.0, "gc_pct": 84.0})
+    assert loops.RULES[0].when({**f, "python_dispatch_pct": 100.0, "gc_pct": 5.0})
+    # A loop of the step's own function that is not inside its lines (one before it) is not
+    # the step's inner loop.
+    script["auto_step"]["loops"][1]["end_line"] = 50
+    script["auto_step"]["loops"].append(
+        {"line": 30, "function": "SGD", "iterations": 26_500, "mean_us": 9.0}
+    )
+    g: dict = {"step_us": 834.0, "python_dispatch_pct": 69.0, "label": "n.py"}
+    loops.loop_facts(g, _trace(script))
+    assert g["inner_line"] == 53
 
 
 def test_blocks_keep_a_trimmed_mean_for_bimodal_steps():
@@ -298,3 +310,18 @@ def test_a_steady_rise_is_told_from_noise_around_a_level():
     assert stats.rising_share(xs, rising) > 0.9
     assert stats.theil_sen(xs, rising) == pytest.approx(1.0, abs=0.3)
     assert stats.rising_share(xs, [float(y) for y in noisy]) < 0.6
+
+
+def test_a_generator_or_a_pipeline_without_a_map_is_not_told_it_maps_in_parallel():
+    gen = {
+        "stages": [
+            {"kind": "from_generator", "python": "DataGenerator.__getitem__ (s.py:40)"},
+            {"kind": "prefetch"},
+        ]
+    }
+    fix = input.fixes(gen, 30_000, 8_000, 3)
+    assert fix.startswith("The batches come from Python (DataGenerator.__getitem__ (s.py:40))")
+    assert "workers=N" in fix and "maps in parallel" not in fix
+    plain = {"stages": [{"kind": "from_tensor_slices"}, {"kind": "batch"}, {"kind": "prefetch"}]}
+    fix = input.fixes(plain, 30_000, 8_000, 3)
+    assert "without a map" in fix and "maps in parallel" not in fix

@@ -37,7 +37,8 @@ def _statuses(w: dict) -> dict[str, str]:
 
 def test_a_31_step_script_gets_its_steps_measured_and_says_what_it_missed(tmp_path: Path):
     script = write(tmp_path, "short.py", MARKED.format(n=31))
-    out = cli(tmp_path, str(script))
+    # --repeat 0: no second run (by default one fits the missed phases in, as tested below).
+    out = cli(tmp_path, "--repeat", "0", str(script))
     assert out.returncode == 0, out.stderr
     w = workload(only_run(tmp_path))
     s = w["script"]
@@ -46,7 +47,8 @@ def test_a_31_step_script_gets_its_steps_measured_and_says_what_it_missed(tmp_pa
     assert 3 <= w["one_off"]["warmup_steps"] <= 20
     assert phase(w, "timed")["status"] == "ok" and phase(w, "timed")["steps"] > 0
     missed = [p["name"] for p in w["phases"] if p["missed"]]
-    assert missed and set(missed) <= NUMPY_PHASES
+    # (the what-if phase applies to numpy scripts too: numpy_float32)
+    assert missed and set(missed) <= NUMPY_PHASES | {"whatif"}
     assert s["missed"] == missed
     assert "--repeat 1" in s["message"] and all(m in s["message"] for m in missed)
     assert "--repeat 1" in out.stdout
@@ -58,7 +60,10 @@ def test_repeat_measures_the_missed_phases_in_more_runs_of_the_script(tmp_path: 
     assert out.returncode == 0, out.stderr
     w = workload(only_run(tmp_path))
     assert {n for n, st in _statuses(w).items() if st == "ok"} == NUMPY_PHASES, w["phases"]
-    assert not [p for p in w["phases"] if p["missed"]]
+    # Only a sampled phase short of samples may still be thin (31 steps: 25 main-thread
+    # samples once beside another test process), and its reason says so.
+    thin = [p for p in w["phases"] if p["missed"]]
+    assert all(p["name"] == "sampled" and "fewer than the 50" in p["reason"] for p in thin), thin
     runs = w["script"]["runs"]
     assert [r["repeat"] for r in runs][:2] == [0, 1] and all(r["steps"] == 31 for r in runs)
     repeated = [p for p in w["phases"] if p["repeat"] > 0]
@@ -107,7 +112,8 @@ def test_a_keras_fit_with_defaults_runs_every_phase_and_measures_its_kernels(tmp
     w = workload(only_run(tmp_path))
     assert w["script"]["steps"] == 160
     statuses = _statuses(w)
-    assert {n for n, st in statuses.items() if st == "ok"} == {
+    # Every phase; the what-ifs too where a second run of the script had room for them.
+    assert {n for n, st in statuses.items() if st == "ok"} - {"whatif"} == {
         "timed",
         "sampled",
         "framework",
@@ -168,3 +174,28 @@ def test_the_start_up_capture_leaves_native_sampling_when_tensorflow_is_imported
     natives = [c["native"] for c in startup["captures"]]
     assert natives[0] is True and natives[-1] is False
     assert startup["blocked_ms"] < 5_000
+
+
+@pytest.mark.tf
+def test_a_fit_on_a_batched_dataset_counts_the_datasets_batch_as_its_samples(tmp_path: Path):
+    # fit ignores batch_size for a dataset: the samples of a step are the dataset's batch (64),
+    # not fit's default 32 (a Keras example's windowed dataset of 256 read as 32).
+    script = write(
+        tmp_path,
+        "ds_fit.py",
+        "import numpy as np\n"
+        "import tensorflow as tf\n"
+        "x = np.random.default_rng(0).normal(size=(4096, 8)).astype('float32')\n"
+        "y = x.sum(axis=1, keepdims=True)\n"
+        "ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).prefetch(2)\n"
+        "model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])\n"
+        "model.compile('sgd', 'mse')\n"
+        "model.fit(ds, epochs=2, verbose=0)\n",
+    )
+    out = cli(tmp_path, "--repeat", "0", "--phases", "timed", "--no-progress", str(script))
+    assert out.returncode == 0, out.stderr[-2000:]
+    w = workload(only_run(tmp_path))
+    assert w["script"]["fit"]["batch_size"] == 64 and w["script"]["fit"]["batch_source"] == (
+        "dataset"
+    )
+    assert w["work"]["samples_per_step"] == 64, w["work"]

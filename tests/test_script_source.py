@@ -64,6 +64,12 @@ def test_load_rejects_missing_directories_binary_and_syntax_errors(tmp_path: Pat
     (tmp_path / "e.py").write_bytes(b"x = '\xff\xfe'\n")
     with pytest.raises(ScriptError, match="is not a Python script"):
         source.load(tmp_path / "e.py")
+    # Outside a literal too (a comment), as ``python`` checks; a coding line is honoured.
+    (tmp_path / "f.py").write_bytes(b"x = 1  # caf\xe9\n")
+    with pytest.raises(ScriptError, match=r"not UTF-8 text .*byte 0xe9 on line 1"):
+        source.load(tmp_path / "f.py")
+    (tmp_path / "g.py").write_bytes(b"# coding: latin-1\nx = 'caf\xe9'\n")
+    assert source.load(tmp_path / "g.py").tree.body[0].value.value == "caf\xe9"  # type: ignore[attr-defined]
 
 
 def test_step_line_on_a_loop_header_marks_each_iteration_and_the_loop_end(tmp_path: Path) -> None:

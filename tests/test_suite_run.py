@@ -162,7 +162,7 @@ def page_in_browser(suite_run, keep_dir):
         page.on("request", lambda r: requests.append(r.url))
         page.goto(report.as_uri())
         page.wait_for_function(
-            "document.body.getAttribute('data-charts-rendered') !== null", timeout=15_000
+            "document.body.getAttribute('data-charts-rendered') !== null", timeout=60_000
         )
         rendered = int(page.evaluate("document.body.getAttribute('data-charts-rendered')"))
         plots = page.evaluate("document.querySelectorAll('.js-plotly-plot').length")

@@ -30,13 +30,20 @@ def test_tf1_session_run_through_a_native_callable_saves_what_was_predicted(tmp_
     # The sign the attribution predicts (feed/fetch, session.run's Python, the per-call cost).
     assert x["predicted_saving_us"] > 0 and x["measured_saving_us"] > 0
     assert x["variant_us"] < x["baseline_us"]
-    assert x["verdict"] in ("holds", "misses")
-    assert abs(x["measured_saving_us"] - x["predicted_saving_us"]) <= x["tolerance_us"] or (
-        x["verdict"] == "misses"
-    )
+    # The verdict follows the saving's interval: "inconclusive" when it reaches zero (a clean
+    # clone's suite beside another test process measured that once), else "holds" when it
+    # reaches the prediction's tolerance band and "misses" when it does not.
+    low, high = x["interval_us"]
+    p, tol = x["predicted_saving_us"], x["tolerance_us"]
+    if low <= 0:
+        assert x["verdict"] == "inconclusive"
+        assert "measured on your loop, and not a fix here:" in stdout
+    else:
+        assert (low <= p + tol and high >= p - tol) == (x["verdict"] == "holds")
+        assert x["verdict"] in ("holds", "misses")
+        assert "what would fix it, measured on your loop:" in stdout
     # Same results: the loss through the callable equals session.run's on the same feeds.
     assert x["keeps_results"] and "max difference 0" in x["results_check"]
-    assert "what would fix it, measured on your loop:" in stdout
     assert any("Measured on your loop" in d["fix"] for d in _findings(tmp_path, w))
     # The seed feeds the same float64 arrays to float32 placeholders every step: converted
     # once instead, the per-step cast goes (its prediction: the attribution's cast part).
@@ -44,7 +51,19 @@ def test_tf1_session_run_through_a_native_callable_saves_what_was_predicted(tmp_
     assert once["status"] == "ok" and once["removes"] == ["feed_fetch.cast"]
     assert "tf_x_data" in once["title"] and "tf_y_data" in once["title"]
     assert once["keeps_results"] and "bit for bit" in once["results_check"]
-    assert once["measured_saving_us"] is not None and once["verdict"] in ("holds", "misses")
+    # A cast of a few µs on a ~250 µs step, against the variant's own swap of the feed dict
+    # (about as long): its interval may span zero, or lie below it on another machine (a
+    # clean-clone suite measured it slower once). Measured slower, it is no fix wherever a
+    # finding quotes it.
+    assert once["measured_saving_us"] is not None
+    assert once["verdict"] in ("holds", "misses", "inconclusive", "slower")
+    quoted = [d["fix"] for d in _findings(tmp_path, w) if once["title"] in d["fix"]]
+    if once["verdict"] == "slower":
+        assert all("not a fix on this loop" in f for f in quoted), quoted
+    elif once["verdict"] == "inconclusive":
+        # No evidence against it where the interval is too wide to rule the prediction out.
+        assert all("not a fix on this loop" in f or "inconclusive" in f for f in quoted), quoted
+    assert once["interval_us"] is None or once["interval_us"][0] <= once["interval_us"][1]
 
 
 def _findings(tmp_path: Path, w: dict) -> list[dict]:
@@ -80,7 +99,9 @@ print(float(loss))
 @pytest.mark.slow
 def test_a_retraced_python_number_passed_as_a_tensor_removes_the_tracing(tmp_path: Path):
     script = write(tmp_path, "retrace.py", RETRACING)
-    w, found, _ = _whatifs(tmp_path, "--phases", "timed,hooks,whatif", str(script))
+    w, found, _ = _whatifs(
+        tmp_path, "--phases", "timed,hooks,whatif", "--whatif-only", "tensor_args", str(script)
+    )
     x = found["tensor_args"]
     assert x["status"] == "ok", x
     assert "step" in x["title"] and x["removes"] == ["tracing"]
@@ -123,9 +144,10 @@ def test_a_retrace_seen_after_the_plan_is_still_measured_with_the_dtype_the_func
     tmp_path: Path,
 ):
     # Every phase: the plan is made at the first steps, before the second trace shows the
-    # retracing; tf.summary's step= needs an int64 tensor, not tf.constant's int32.
+    # retracing; tf.summary's step= needs an int64 tensor, not tf.constant's int32. Only that
+    # what-if is measured (it is asked for again when the phase runs, as every what-if is).
     script = write(tmp_path, "summary_step.py", SUMMARY_STEP)
-    w, found, stdout = _whatifs(tmp_path, str(script))
+    w, found, stdout = _whatifs(tmp_path, "--whatif-only", "tensor_args", str(script))
     x = found["tensor_args"]
     assert x["status"] == "ok" and x["verdict"] in ("holds", "misses"), x
     assert x["measured_saving_us"] > 0 and x["variant_us"] < 0.5 * x["baseline_us"]
@@ -160,7 +182,10 @@ print(float(loss))
 def test_an_eager_step_in_tf_function_runs_only_with_whatif_all(tmp_path: Path):
     script = write(tmp_path, "eager.py", EAGER)
     # Whether it runs is decided from the script alone: no measurement phase is needed.
-    w, found, _ = _whatifs(tmp_path, "--phases", "timed,whatif", "--max-steps", "600", str(script))
+    only = ("--whatif-only", "eager_function")
+    w, found, _ = _whatifs(
+        tmp_path, *only, "--phases", "timed,whatif", "--max-steps", "300", str(script)
+    )
     assert "eager_function" not in found
     not_run = dict(phase(w, "whatif")["data"]["not_run"])
     assert "--whatif all" in not_run["eager_function"]
@@ -170,6 +195,7 @@ def test_an_eager_step_in_tf_function_runs_only_with_whatif_all(tmp_path: Path):
         other,
         "--whatif",
         "all",
+        *only,
         "--phases",
         "timed,hooks,whatif",
         "--max-steps",
@@ -193,18 +219,23 @@ for step in range(300000):
 """
 
 
-def test_a_numpy_loop_gets_no_what_if(tmp_path: Path):
+def test_a_small_numpy_loop_gets_no_what_if(tmp_path: Path):
+    # Its arrays are too small for the numpy what-if (float32): the only one a numpy loop gets.
     script = write(tmp_path, "np_loop.py", NUMPY)
-    w, found, stdout = _whatifs(tmp_path, "--phases", "timed,whatif", str(script))
+    w, found, stdout = _whatifs(
+        tmp_path, "--phases", "timed,whatif", "--max-steps", "2000", str(script)
+    )
     assert found == {} and "whatif" not in w
     p = phase(w, "whatif")
-    assert p["status"] == "skipped" and "every what-if is a TensorFlow fix" in p["reason"]
+    assert p["status"] == "skipped" and "numpy_float32: " in p["reason"], p["reason"]
     assert "measured on your loop" not in stdout
 
 
 def test_no_whatif_skips_the_phase(tmp_path: Path):
     script = write(tmp_path, "np_loop.py", NUMPY)
-    out = cli(tmp_path, "--no-whatif", "--phases", "timed,whatif", str(script))
+    out = cli(
+        tmp_path, "--no-whatif", "--phases", "timed,whatif", "--max-steps", "2000", str(script)
+    )
     assert out.returncode == 0, out.stderr
     p = phase(workload(only_run(tmp_path)), "whatif")
     assert p["status"] == "skipped" and p["reason"] == "--no-whatif"
@@ -243,7 +274,8 @@ def test_a_tf_function_step_compiled_with_xla_is_measured_on_the_loop(tmp_path: 
     # XLA compiles it on this machine: measured in blocks, with a verdict on the prediction.
     assert x["status"] == "ok", x
     assert x["pairs"] >= 1 and x["baseline_us"] > 0 and x["variant_us"] > 0
-    assert x["verdict"] in ("holds", "misses")
+    # The interval decides: XLA may be no faster on this tiny step (then never a fix).
+    assert x["verdict"] in ("holds", "misses", "inconclusive", "slower")
     # The script's own function is untouched after the phase: its later steps trace no more.
     assert [f["retraces"] for f in w["script"]["functions"] if f["name"] == "train_step"] == [0]
 
@@ -271,7 +303,8 @@ for step in range(200):
 @pytest.mark.slow
 def test_a_function_retraced_on_new_shapes_gets_reduce_retracing(tmp_path: Path):
     script = write(tmp_path, "shapes.py", SHAPES)
-    w, found, _ = _whatifs(tmp_path, "--phases", "timed,hooks,whatif", str(script))
+    only = ("--whatif-only", "reduce_retracing,tensor_args")
+    w, found, _ = _whatifs(tmp_path, *only, "--phases", "timed,hooks,whatif", str(script))
     assert "tensor_args" not in found  # no Python number changes
     x = found["reduce_retracing"]
     assert x["status"] == "ok", x
@@ -304,7 +337,8 @@ def test_fits_own_tf_functions_get_no_function_what_if(tmp_path: Path):
     # fit's train function is a tf.function whose iterator part XLA cannot compile: only
     # keras_jit (which compiles the step on the data, as Keras does) applies to a fit.
     script = write(tmp_path, "fit.py", KERAS_FIT)
-    w, found, _ = _whatifs(tmp_path, "--phases", "timed,whatif", str(script))
+    only = ("--whatif-only", "keras_jit,function_jit,reduce_retracing")
+    w, found, _ = _whatifs(tmp_path, *only, "--phases", "timed,whatif", str(script))
     assert w["script"]["ended"] == "completed"
     assert "function_jit" not in found and "reduce_retracing" not in found
     not_run = dict(phase(w, "whatif")["data"]["not_run"])
@@ -350,7 +384,8 @@ def test_fit_with_k_batches_per_call_trains_on_the_same_batches_and_saves_the_ca
         # One call in k: a tiny model's batch is mostly the call, so the saving is positive.
         # No phase measured the categories it removes: not predicted, never a zero.
         assert x["measured_saving_us"] > 0
-        assert x["predicted_saving_us"] is None and x["verdict"] == "not predicted"
+        assert x["predicted_saving_us"] is None
+        assert x["verdict"] in ("not predicted", "inconclusive")
     # Every batch was trained on, once each, in order: the optimizer counted 20 x 200 steps
     # and the loss matches the plain run's (keras_jit ran some batches through XLA too).
     lines = stdout.split("\n")
@@ -400,7 +435,11 @@ for step, x in enumerate(ds):
 @pytest.mark.slow
 def test_tf_data_what_ifs_read_a_second_pipeline_and_run_only_with_whatif_all(tmp_path: Path):
     script = write(tmp_path, "data_loop.py", TF_DATA_LOOP)
-    w, found, _ = _whatifs(tmp_path, "--phases", "timed,whatif", str(script))
+    # Whether they run is decided when the plan is made: a few hundred steps show it.
+    only = ("--whatif-only", "tf_data_prefetch,tf_data_parallel")
+    w, found, _ = _whatifs(
+        tmp_path, *only, "--phases", "timed,whatif", "--max-steps", "300", str(script)
+    )
     not_run = dict(phase(w, "whatif")["data"]["not_run"])
     for key in ("tf_data_prefetch", "tf_data_parallel"):
         assert key not in found and "--whatif all" in not_run[key]
@@ -410,8 +449,7 @@ def test_tf_data_what_ifs_read_a_second_pipeline_and_run_only_with_whatif_all(tm
         other,
         "--whatif",
         "all",
-        "--whatif-only",
-        "tf_data_prefetch,tf_data_parallel",
+        *only,
         "--phases",
         "timed,whatif",
         str(script),
@@ -423,8 +461,15 @@ def test_tf_data_what_ifs_read_a_second_pipeline_and_run_only_with_whatif_all(tm
     for x in (par, pre):
         assert x["status"] == "ok" and not x["keeps_results"] and x["removes"] == ["feed_fetch"]
         assert x["measured_saving_us"] is not None and x["pairs"] >= 2
-    # A prefetch overlaps the serial map with the step: it waits less.
-    assert pre["variant_us"] < pre["baseline_us"]
+    # A prefetch overlaps the serial map with the step when a core is free (it waited less
+    # alone; beside the other test worker, 3,162 -> 3,208 µs once): its verdict is what its
+    # interval supports, whichever way the machine let it go.
+    from profiler.analysis import whatif as whatif_analysis
+
+    iv = pre["interval_us"]
+    assert pre["verdict"] == whatif_analysis.verdict_for(
+        tuple(iv) if iv else None, pre["predicted_saving_us"], pre["tolerance_us"]
+    )
     # Parallel maps on 2 shared cores compete with the step for them: measured either way here
     # (1,617 -> 1,255 µs in one run, 1,195 -> 1,278 in another): measured, with its resolution.
     assert par["verdict"] != "failed" and par["resolution_us"] is not None

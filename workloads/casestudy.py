@@ -22,15 +22,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from profiler.analysis.efficiency import (
+from profiler.model.studies import (
     PRINTED_EVAL,
     PRINTED_NONE,
     PRINTED_RUNNING_MEAN,
     Cause,
     Implementation,
+    Pair,
+    Removal,
     Study,
 )
-from profiler.analysis.experiments import Pair, Removal
 
 # --- seed 000: the pairs and the sweep ---------------------------------------------------------
 
@@ -152,8 +153,9 @@ SEED_PAIR = ("adam_handwritten", "keras_adam")
 DIAGNOSED_PAIRS: tuple[tuple[str, str], ...] = (SEED_PAIR, ("adam_minibatch", "keras_adam"))
 
 #: Samples each implementation trains on, by implementation name or else by framework,
-#: rounded up to whole epochs of n. Chosen from measurements here (2 cores; README, "Training
-#: efficiency"): numpy loops cost 0.2–3.5 µs a sample, and 166,400 samples (40 Keras epochs)
+#: rounded up to whole epochs of n. Chosen from measurements here (2 cores;
+#: profiler/docs/efficiency.md,
+#: "Budgets"): numpy loops cost 0.2–3.5 µs a sample, and 166,400 samples (40 Keras epochs)
 #: take every one of them to its floor; Keras ``fit`` costs ~30 µs a sample (~1 ms an update)
 #: and needs up to 166,400 for every seed to reach the target; the zero-initialised Keras runs
 #: to the equal-updates point only (25 epochs, 3,250 updates), which is what its causes need.

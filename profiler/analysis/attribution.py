@@ -33,16 +33,17 @@ conversion and handling), ``feed_fetch.cast`` (the dtype cast inside it), ``feed
 (fetch-handler set-up and result building), ``feed_fetch.fetch_value`` (one fetched value's
 share of that), ``dispatch.per_call`` (the session/function call machinery outside the executor)
 and ``dispatch.per_op`` (the executor's or eager runtime's per-op work between kernels).
+``python.gc`` is the cyclic garbage collector's pauses inside the steps (``profiler.analysis.gc``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from profiler.analysis import sampling
+from profiler.analysis import gc, sampling, stats
 from profiler.analysis.stacks import TEMPORARY_LABELS
 from profiler.capture.collectors.xplane import DATA_OPS
-from profiler.model import CATEGORIES, OK, WorkloadTrace
+from profiler.model import CATEGORIES, OK, WorkloadTrace, median_ns
 from profiler.model.records import (
     ATTRIBUTION_PARTS,
     FrameworkData,
@@ -81,6 +82,10 @@ class Attribution:
         notes: anything a reader must know (scaling, bounds, what could not be resolved).
         not_measured: categories no source measured in this run, each with the phase that
             would measure it; their time is in ``other``, never counted as zero.
+        share_interval: per measured category, its share's 95% interval (``INTERVAL_METHOD``).
+        drift_pts: per measured category, how much of that interval's half-width is the
+            machine's drift between the windows its figure came from (share points).
+        reference_interval_ns: the typical step's 95% interval (batch means), or None.
     """
 
     workload: str
@@ -93,6 +98,9 @@ class Attribution:
     units_per_step: int = 1
     notes: list[str] = field(default_factory=list)
     not_measured: dict[str, str] = field(default_factory=dict)
+    share_interval: dict[str, tuple[float, float]] = field(default_factory=dict)
+    drift_pts: dict[str, float] = field(default_factory=dict)
+    reference_interval_ns: tuple[int, int] | None = None
 
     def share(self, category: str) -> float:
         return self.typical[category] / self.reference_ns if self.reference_ns else 0.0
@@ -132,10 +140,25 @@ class _Builder:
     notes: list[str] = field(default_factory=list)
     unresolved: float = 0.0
     not_measured: dict[str, str] = field(default_factory=dict)
+    #: Per category, the standard deviation of its ns from counting samples (added in
+    #: quadrature), and the phases' windows its figure came from.
+    sd: dict[str, float] = field(default_factory=dict)
+    windows: dict[str, set[str]] = field(default_factory=dict)
 
-    def add(self, category: str, ns: float, source: str, part: str = "") -> None:
+    def add(
+        self,
+        category: str,
+        ns: float,
+        source: str,
+        part: str = "",
+        *,
+        sd: float = 0.0,
+        windows: tuple[str, ...] = (),
+    ) -> None:
         if ns <= 0:
             return
+        self.sd[category] = (self.sd.get(category, 0.0) ** 2 + sd**2) ** 0.5
+        self.windows.setdefault(category, set()).update(windows)
         self.ns[category] += ns
         if part:
             key = f"{category}.{part}"
@@ -159,6 +182,8 @@ class Kernels:
     run_call_ns: float = 0.0
     #: Collective ops' time outside compute kernels (all-reduce and the wait in it).
     communication_ns: float = 0.0
+    #: The capture window's own median step (0: unknown): the native call's share of it.
+    window_step_ns: float = 0.0
 
 
 def kernels(trace: WorkloadTrace) -> Kernels | None:
@@ -200,14 +225,23 @@ def kernels(trace: WorkloadTrace) -> Kernels | None:
         compute = max(union + extra - data_ns, 0.0)
     m = fw.median_ns
     communication = float(max(m.collective_ns - m.collective_overlap_ns, 0)) / k
-    return Kernels(compute, data_ns, executor, source, float(m.run_call_ns) / k, communication)
+    rec = trace.phase("framework")
+    window = rec.window.durations_ns() if rec is not None and rec.window is not None else ()
+    step = float(median_ns(list(window))) / k if window else 0.0
+    return Kernels(
+        compute, data_ns, executor, source, float(m.run_call_ns) / k, communication, step
+    )
 
 
 # --- the sources -----------------------------------------------------------------------------
 
 
 def _hooks_composition(
-    trace: WorkloadTrace, b: _Builder, kern: Kernels | None, reference: int
+    trace: WorkloadTrace,
+    b: _Builder,
+    kern: Kernels | None,
+    reference: int,
+    near: stats.Neighbours | None = None,
 ) -> float | None:
     """Add the hooks phase's partition to ``b``; returns the native call's ns, or None.
 
@@ -215,7 +249,9 @@ def _hooks_composition(
     Python-side parts, which the hooks do slow, enter as shares: less the hooks' measured cost,
     each part's share of the Python side is applied to the timed step less the native call.
     Drift between the hooks window and the timed window so lands in proportion, and a note
-    says how large it was.
+    says how large it was. Where the window has uninstrumented neighbours (a script's reference
+    blocks, ``near``), the native call enters as its share of their step instead, applied to
+    the timed step: they ran at nearly the same moment as the hooks window.
     """
     data: HooksData | None = trace.data("hooks")
     if data is None or not data.partition or not data.central_mean_ns:
@@ -233,6 +269,18 @@ def _hooks_composition(
     scaled = bool(window) and (
         drift < -DRIFT_FASTER or (native > NATIVE_MOST * reference and drift > 0)
     )
+    if near is not None and near.step_ns > 0 and native > 0:
+        at = native / near.step_ns
+        if abs(near.step_ns / reference - 1) > 0.05:
+            b.notes.append(
+                f"the native call ({native / 1e3:.1f} µs in the hooks window) is taken as its "
+                f"share ({at:.0%}) of the uninstrumented reference blocks beside that window "
+                f"({near.step_ns / 1e3:.1f} µs a step, the timed window's "
+                f"{reference / 1e3:.1f} µs): the machine's speed differed between the windows"
+            )
+        native = reference * min(at, 1.0)
+        scaled = False
+        drift = 0.0
     if scaled:
         # The hooks window ran much faster than the timed one (hooks never speed a step up: the
         # timed window met a loaded machine), or slower with a native call that alone nearly
@@ -271,7 +319,13 @@ def _hooks_composition(
     cast = float(data.feed_cast.cast_ns if data.feed_cast else 0) / k
     fetches = max(data.loop_info.fetches or 1, 1)
     for part, ns in python_side.items():
-        b.add(cats.get(part, PYTHON), ns, correction, ATTRIBUTION_PARTS.get(part, ""))
+        b.add(
+            cats.get(part, PYTHON),
+            ns,
+            correction,
+            ATTRIBUTION_PARTS.get(part, ""),
+            windows=("hooks",),
+        )
     if feeds and data.feed_cast is not None:
         b.parts["feed_fetch.cast"] = min(cast, python_side.get(P.FEED_CONVERT, 0.0))
     if P.BUILD_RESULTS in python_side:
@@ -279,7 +333,8 @@ def _hooks_composition(
         b.parts["feed_fetch.fetch_value"] = (
             python_side.get(P.BUILD_RESULTS, 0.0) + python_side.get(P.FETCH_SETUP, 0.0) / fetches
         )
-    _split_native(native, kern, b, "hooks: the native call, absolute")
+    how = "as its share of the reference blocks beside it" if near is not None else "absolute"
+    _split_native(native, kern, b, f"hooks: the native call, {how}", window="hooks")
     return native
 
 
@@ -292,10 +347,26 @@ NATIVE_MOST = 0.9
 DRIFT_FASTER = 0.25
 
 
-def _split_native(native: float, kern: Kernels | None, b: _Builder, source: str) -> None:
-    """Split time inside a native framework call into compute, data ops and dispatch."""
+def _split_native(
+    native: float,
+    kern: Kernels | None,
+    b: _Builder,
+    source: str,
+    *,
+    rel_sd: float = 0.0,
+    window: str = "",
+) -> None:
+    """Split time inside a native framework call into compute, data ops and dispatch.
+
+    ``rel_sd``: the native time's relative standard deviation (from counting samples);
+    ``window``: the phase whose window measured it."""
     if native <= 0:
         return
+    wins = tuple(w for w in (window, "framework" if kern is not None else "") if w)
+
+    def add(category: str, ns: float, src: str, part: str = "") -> None:
+        b.add(category, ns, src, part, sd=ns * rel_sd, windows=wins)
+
     if kern is None:
         b.unresolved += native
         b.not_measured.setdefault(COMPUTE, FRAMEWORK_PHASE)
@@ -306,31 +377,41 @@ def _split_native(native: float, kern: Kernels | None, b: _Builder, source: str)
             "other"
         )
         return
-    compute = min(kern.compute_ns, native)
-    if kern.run_call_ns > 0 and kern.compute_ns + kern.data_ns > 0:
-        # Kernels are timed absolute, but a slower capture window makes them look longer: at
-        # most their share of the native call in the capture's own steps.
-        ratio = min((kern.compute_ns + kern.data_ns) / kern.run_call_ns, 1.0)
-        compute = min(compute, native * ratio * kern.compute_ns / (kern.compute_ns + kern.data_ns))
-    data = min(kern.data_ns, native - compute)
-    comm = min(kern.communication_ns, native - compute - data)
+    if kern.run_call_ns > 0:
+        # The kernels' share of the native call in the capture's own steps, applied to this
+        # native call: windows run at different moments of a drifting machine, so no absolute
+        # time of one window is subtracted from another's (a 52 ms kernel in a faster capture
+        # window is never "18 ms of dispatch" in a 70 ms timed step).
+        def share(ns: float) -> float:
+            return native * min(ns / kern.run_call_ns, 1.0)
+
+        compute = share(kern.compute_ns)
+        data = min(share(kern.data_ns), native - compute)
+        comm = min(share(kern.communication_ns), native - compute - data)
+    else:
+        compute = min(kern.compute_ns, native)
+        data = min(kern.data_ns, native - compute)
+        comm = min(kern.communication_ns, native - compute - data)
     rest = native - compute - data - comm
-    b.add(COMPUTE, compute, kern.source)
-    b.add(FEED_FETCH, data, "kernels: tf.data iterator ops in the capture", "data_ops")
-    b.add(
+    add(COMPUTE, compute, kern.source)
+    add(FEED_FETCH, data, "kernels: tf.data iterator ops in the capture", "data_ops")
+    add(
         COMMUNICATION,
         comm,
         "kernels: collective ops in the capture (the all-reduce and its wait for the other "
         "workers), less the time they overlap compute kernels",
     )
-    per_op = (
-        min(max(kern.executor_ns - compute - data - comm, 0.0), rest) if kern.executor_ns else 0.0
+    executor = (
+        native * min(kern.executor_ns / kern.run_call_ns, 1.0)
+        if kern.run_call_ns > 0
+        else kern.executor_ns
     )
-    b.add(DISPATCH, per_op, f"{source}, less kernels; executor time from the capture", "per_op")
+    per_op = min(max(executor - compute - data - comm, 0.0), rest) if executor else 0.0
+    add(DISPATCH, per_op, f"{source}, less kernels; executor time from the capture", "per_op")
     if kern.executor_ns:
-        b.add(DISPATCH, rest - per_op, f"{source}, less the executor's time", "per_call")
+        add(DISPATCH, rest - per_op, f"{source}, less the executor's time", "per_call")
     else:
-        b.add(DISPATCH, rest, f"{source}, less kernel time", "per_op")
+        add(DISPATCH, rest, f"{source}, less kernel time", "per_op")
 
 
 def _samples(trace: WorkloadTrace, analysed: sampling.Analysis | None) -> dict[str, int] | None:
@@ -361,17 +442,23 @@ def _samples_composition(
         )
     source = f"samples: {total} main-thread samples at {rate} Hz, shares of the timed step"
     native = 0.0
+    native_n = 0
     for label, n in counts.items():
         ns = reference * n / total
+        # A count's binomial standard deviation, in ns of the step.
+        sd = reference * (n / total * (1 - n / total) / total) ** 0.5
         if label in CATEGORIES:
             if label == OTHER:
                 b.unresolved += ns
+                b.sd[OTHER] = (b.sd.get(OTHER, 0.0) ** 2 + sd**2) ** 0.5
                 continue
             part = "per_op" if label == DISPATCH else ""
-            b.add(label, ns, source, part)
+            b.add(label, ns, source, part, sd=sd, windows=("sampled",))
         else:  # a temporary native label
             native += ns
-    _split_native(native, kern, b, "samples inside the native call")
+            native_n += n
+    rel = ((1 - native_n / total) / native_n) ** 0.5 if native_n else 0.0
+    _split_native(native, kern, b, "samples inside the native call", rel_sd=rel, window="sampled")
 
 
 def _refine_outside(counts: dict[str, int] | None, b: _Builder, reference: int) -> None:
@@ -391,10 +478,17 @@ def _refine_outside(counts: dict[str, int] | None, b: _Builder, reference: int) 
     if not side or budget <= 0:
         return
     for category in (FEED_FETCH, TRACING):
-        move = budget * counts.get(category, 0) / side
+        q = counts.get(category, 0) / side
+        move = budget * q
         if move > 0:
             b.ns[PYTHON] -= move
-            b.add(category, move, "samples: their share of the Python side in data loading/tracing")
+            b.add(
+                category,
+                move,
+                "samples: their share of the Python side in data loading/tracing",
+                sd=budget * (q * (1 - q) / side) ** 0.5,
+                windows=("sampled", "hooks"),
+            )
 
 
 #: Traces per step above which every step retraced (no quiet step to measure instantiation).
@@ -428,18 +522,67 @@ def _per_call_is_tracing(trace: WorkloadTrace, b: _Builder) -> None:
             b.parts["dispatch.per_call"] = moved
         return
     b.ns[DISPATCH] -= moved
-    b.add(TRACING, moved, f"the native call's per-call time: {why}", "retrace")
+    b.add(
+        TRACING,
+        moved,
+        f"the native call's per-call time: {why}",
+        "retrace",
+        windows=tuple(b.windows.get(DISPATCH, ())),
+    )
     b.notes.append(f"{moved / 1e3:.1f} µs/step of the native call is tracing: {why}")
+
+
+#: tf.data's Python threads busy at least this share of the sampled time: the native call's
+#: time beyond the executor is, in that share, a wait for the input (see below).
+INPUT_PYTHON_MIN = 0.2
+
+
+def _per_call_is_input_python(trace: WorkloadTrace, b: _Builder) -> None:
+    """Where tf.data runs the script's Python on its own threads (a generator, a Keras
+    ``PyDataset``, a ``py_function`` map), the step's native call waits for it: for the next
+    batch inside the iterator op, and for the interpreter lock that Python holds, which the
+    call needs to return. The native call's per-call time beyond the executor is input in the
+    share of the sampled time those threads ran Python (a Keras ``Sequence`` loading .npy
+    files ran 72% of it; measured without the profiler, loading the data once made its epoch
+    37-46% shorter)."""
+    rec = trace.phase("sampled")
+    per_call = b.parts.get("dispatch.per_call", 0.0)
+    if rec is None or rec.status != OK or not rec.samples or per_call <= 0:
+        return
+    a = sampling.analyse(rec.samples, top=0)
+    busy = min(a.input_python / a.ticks, 1.0) if a.ticks else 0.0
+    if busy < INPUT_PYTHON_MIN:
+        return
+    moved = per_call * busy
+    b.parts["dispatch.per_call"] = per_call - moved
+    b.ns[DISPATCH] -= moved
+    where = ", ".join(a.input_functions) or "tf.data's Python callbacks"
+    b.add(
+        FEED_FETCH,
+        moved,
+        f"samples: tf.data's threads ran the script's Python ({where}) {busy:.0%} of the "
+        "sampled time; that share of the native call's time beyond the executor waits for it",
+        "input_python",
+        windows=tuple(b.windows.get(DISPATCH, ())),
+    )
+    b.notes.append(
+        f"{moved / 1e3:.1f} µs/step of the native call waits for the input: tf.data's threads "
+        f"ran Python {busy:.0%} of the sampled time ({where})"
+    )
 
 
 def _kernels_only(b: _Builder, kern: Kernels, reference: int) -> None:
     """Only the framework capture measured the step: its kernels and the native call around
     them; the Python side is not measured (it is in ``other``)."""
-    native = min(
-        max(kern.run_call_ns, kern.compute_ns + kern.data_ns + kern.communication_ns),
-        float(reference),
+    native = max(kern.run_call_ns, kern.compute_ns + kern.data_ns + kern.communication_ns)
+    if kern.window_step_ns > 0:
+        # The native call's share of the capture window's own step, applied to the timed step
+        # (the windows ran at different moments).
+        native = reference * min(native / kern.window_step_ns, 1.0)
+    native = min(native, float(reference))
+    _split_native(
+        native, kern, b, "kernels: the native call in the framework capture", window="framework"
     )
-    _split_native(native, kern, b, "kernels: the native call in the framework capture")
     for c in (FEED_FETCH, PYTHON, TRACING):
         b.not_measured.setdefault(c, PYTHON_SIDE)
     b.notes.append(
@@ -451,10 +594,15 @@ def _kernels_only(b: _Builder, kern: Kernels, reference: int) -> None:
 # --- the attribution -------------------------------------------------------------------------
 
 
-def attribute(trace: WorkloadTrace, samples: sampling.Analysis | None = None) -> Attribution | None:
+def attribute(
+    trace: WorkloadTrace,
+    samples: sampling.Analysis | None = None,
+    drift: stats.Drift | None = None,
+) -> Attribution | None:
     """Attribute every timed step of ``trace``; None if it has no timed window.
 
-    ``samples`` is the sampled phase's analysis when the caller has it already.
+    ``samples`` is the sampled phase's analysis, ``drift`` the run's drift
+    (``stats.drift``), when the caller has them already.
     """
     timed = trace.phase("timed")
     if timed is None or timed.window is None or timed.window.n_steps == 0:
@@ -465,8 +613,11 @@ def attribute(trace: WorkloadTrace, samples: sampling.Analysis | None = None) ->
     b = _Builder()
     kern = kernels(trace)
     counts = _samples(trace, samples)
+    if drift is None:
+        drift = stats.drift(trace)
+    near = drift.neighbours.get("hooks") if drift is not None else None
     methods = []
-    native = _hooks_composition(trace, b, kern, reference)
+    native = _hooks_composition(trace, b, kern, reference, near)
     if native is not None:
         methods.append("hooks")
         if kern is not None:
@@ -492,7 +643,10 @@ def attribute(trace: WorkloadTrace, samples: sampling.Analysis | None = None) ->
             "step's wall time (run the sampled, hooks or framework phase to attribute it)"
         )
     _per_call_is_tracing(trace, b)
+    _per_call_is_input_python(trace, b)
     typical, parts = _settle(b, reference)
+    gc.place(gc.analyse(trace), typical, parts, b.notes, reference, "samples" in methods)
+    intervals, drift_pts = share_intervals(b, typical, reference, drift)
     steps = tuple(_split_step(u, typical, reference * k, k) for u in units)
     for row, u in zip(steps, units, strict=True):
         if sum(row) != u or min(row) < 0:
@@ -508,6 +662,9 @@ def attribute(trace: WorkloadTrace, samples: sampling.Analysis | None = None) ->
         units_per_step=k,
         notes=b.notes,
         not_measured=dict(b.not_measured),
+        share_interval=intervals,
+        drift_pts=drift_pts,
+        reference_interval_ns=reference_interval([u // k for u in units], reference),
     )
 
 
@@ -536,6 +693,82 @@ def _settle(b: _Builder, reference: int) -> tuple[dict[str, int], dict[str, int]
     typical[OTHER] = reference - sum(typical.values())
     parts = {p: int(v * scale) for p, v in b.parts.items()}
     return typical, parts
+
+
+#: How every figure's interval is made (profiler/docs/measuring.md, "Steps, windows and intervals",
+#: says
+#: the same).
+INTERVAL_METHOD = (
+    "95% intervals: a sampled share's binomial interval from its samples' count; a figure "
+    "taken from another window than the timed one widened by the machine's drift between "
+    "them (by the share's shift were its parts slowed r times against the rest, "
+    "s(1-s)(r-1) / (1 + min(s, 1-s)(r-1)), r the speed ratio of the uninstrumented blocks "
+    "beside those windows beyond their own noise, added in quadrature); the typical step's "
+    "by batch means (the timed window cut into consecutive batches, Student's t over their "
+    "means, which holds for autocorrelated steps); a time per step is its share's interval "
+    "times the step's"
+)
+#: Batches of the timed window for the typical step's interval (at least ``BATCH_MIN`` steps
+#: each, at least 3 batches).
+BATCHES = 20
+BATCH_MIN = 5
+
+
+def reference_interval(durations: list[int], reference: int) -> tuple[int, int] | None:
+    """The typical step's 95% interval by batch means: the steps cut into up to ``BATCHES``
+    runs of consecutive steps, each run's central mean, Student's t over them (runs of steps
+    are nearly independent where single steps are not); the steps' whole range under
+    3 runs; None for no steps."""
+    from profiler.model.intervals import t975
+
+    n = len(durations)
+    if not n:
+        return None
+    batches = min(BATCHES, n // BATCH_MIN)
+    if batches < 3:
+        return min(durations), max(durations)
+    per = n // batches
+    means = [central_mean(durations[i * per : (i + 1) * per]) for i in range(batches)]
+    mean = sum(means) / batches
+    var = sum((m - mean) ** 2 for m in means) / (batches - 1)
+    half = t975(batches - 1) * (var / batches) ** 0.5
+    # Around the typical step (a central mean of all the steps), the batches' spread.
+    return max(int(reference - half), 0), int(reference + half)
+
+
+def share_intervals(
+    b: _Builder, typical: dict[str, int], reference: int, drift: stats.Drift | None
+) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
+    """Per measured category, its share's 95% interval (``INTERVAL_METHOD``), and the drift's
+    part of its half-width in points."""
+    if reference <= 0:
+        return {}, {}
+    explained = sum(b.ns.values())
+    scale = typical_scale(b, reference, explained)
+    used = sorted(set().union(*b.windows.values())) if b.windows else []
+    out: dict[str, tuple[float, float]] = {}
+    pts: dict[str, float] = {}
+    for c in CATEGORIES:
+        if c in b.not_measured:
+            continue
+        share = typical[c] / reference
+        stat = 1.96 * b.sd.get(c, 0.0) * (scale if c != OTHER else 1.0) / reference
+        windows = used if c == OTHER else sorted(b.windows.get(c, ()))
+        ratio = drift.speed_ratio(windows) if drift is not None and windows else 1.0
+        # The share's shift were the parts it holds (or the rest) slowed by ``ratio``
+        # against the others: s·r / (s·r + 1 - s) - s, the wider of the two ways.
+        moved = share * (1 - share) * (ratio - 1) / (1 + min(share, 1 - share) * (ratio - 1))
+        half = (stat**2 + moved**2) ** 0.5
+        out[c] = (round(max(share - half, 0.0), 5), round(min(share + half, 1.0), 5))
+        pts[c] = round(100 * moved, 1)
+    return out, pts
+
+
+def typical_scale(b: _Builder, reference: int, explained: float) -> float:
+    """The factor ``_settle`` scaled the explained parts by (1.0: not scaled)."""
+    if explained + b.unresolved > reference and explained > 0:
+        return max(reference - b.unresolved, 0.0) / explained
+    return 1.0
 
 
 def _split_step(unit_ns: int, typical: dict[str, int], ref_unit: int, k: int) -> tuple[int, ...]:

@@ -25,85 +25,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: Seeds every implementation runs with (data, initialisation, batch draws, shuffles).
-DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2)
-#: The target: loss within this much of the noise floor (the best any line can do).
-DEFAULT_TARGET_EXCESS = 0.1
+# The declarations and the checkpoint schedule live in profiler.model.studies (the case study and
+# its efficiency process read them too); Cause and schedule stay importable from here.
+from profiler.model.studies import COLUMNS, DEFAULT_TARGET_EXCESS
+from profiler.model.studies import Cause as Cause
+from profiler.model.studies import schedule as schedule
+
 #: Adam's moment decay rates, the same in every implementation (the seed's and Keras's).
 BETA1 = 0.9
 BETA2 = 0.999
 
-#: What an implementation's printed loss is: the full-data cost (the seed prints ``cost(x, y,
-#: w, b)``: the evaluation loss itself), fit's running mean over the epoch's batches, or none.
-PRINTED_EVAL, PRINTED_RUNNING_MEAN, PRINTED_NONE = "eval", "running_mean", "none"
-
-
-@dataclass(frozen=True)
-class Implementation:
-    """One training loop of the comparison (a registered workload)."""
-
-    name: str
-    printed: str
-    role: str
-
-
-@dataclass(frozen=True)
-class Study:
-    """What an efficiency comparison trains and compares (the case study's is
-    ``profiler.workloads.casestudy.EFFICIENCY``).
-
-    Attributes:
-        implementations: the loops, in run order.
-        causes: each cause isolated by a pair of implementations.
-        diagnosed_pairs: (A, B) pairs the diagnoses are computed for.
-        budgets: samples each implementation trains on, by name or else by framework.
-        ref_samples, ref_updates: the "equal samples" and "equal updates" points.
-    """
-
-    implementations: tuple[Implementation, ...]
-    causes: tuple[Cause, ...]
-    diagnosed_pairs: tuple[tuple[str, str], ...]
-    budgets: Mapping[str, int]
-    ref_samples: int
-    ref_updates: int
-
-
-@dataclass(frozen=True)
-class Cause:
-    """A cause, isolated by a pair of implementations that differ only in it.
-
-    ``present`` has the cause, ``removed`` has it fixed; a contribution is ``present``'s excess
-    loss over ``removed``'s at the same work (above 1: the cause costs loss).
-    """
-
-    id: str
-    label: str
-    present: str
-    removed: str
-
-
-# --- the schedule and the bias correction (used by the process too) ---------------------------
-
-
-def schedule(budget: int, points: int, granularity: int, extra: Iterable[int] = ()) -> list[int]:
-    """Checkpoint sample counts: ``points`` geometric steps from ``granularity`` to ``budget``.
-
-    Every count is a multiple of ``granularity`` (the batch, so coverage is exact at each
-    checkpoint), ``extra`` counts (reference points, epoch ends) are added, and the list ends at
-    ``budget`` (rounded up to the granularity): sorted, without repeats, 0 not included.
-    """
-    if budget < granularity or granularity < 1:
-        raise ValueError(f"budget {budget} must be at least one batch of {granularity}")
-    end = -(-budget // granularity) * granularity
-
-    def up(s: float) -> int:
-        return max(granularity, -(-math.ceil(s) // granularity) * granularity)
-
-    ratio = (end / granularity) ** (1 / max(points - 1, 1))
-    grid = {up(granularity * ratio**i) for i in range(points)}
-    grid.update(up(s) for s in extra if 0 < s <= end)
-    grid.add(end)
-    return sorted(s for s in grid if s <= end)
+# --- the bias correction ----------------------------------------------------------------------
 
 
 def lr_factor(t: int, beta1: float = BETA1, beta2: float = BETA2) -> float:
@@ -136,17 +68,7 @@ class EfficiencyError(ValueError):
     """A run's checkpoints break an invariant (ragged columns, an axis going backwards)."""
 
 
-#: Checkpoint columns as the process writes them, and the x axes a curve may be read against.
-COLUMNS = (
-    "samples",
-    "updates",
-    "epochs",
-    "counter",
-    "distinct",
-    "distinct_epoch",
-    "wall_ns",
-    "loss",
-)
+#: The x axes a curve may be read against.
 AXES = ("samples", "updates", "epochs", "wall_ms")
 
 

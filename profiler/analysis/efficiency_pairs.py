@@ -12,21 +12,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from profiler.analysis.efficiency import (
-    DEFAULT_TARGET_EXCESS,
-    PRINTED_EVAL,
-    PRINTED_NONE,
-    PRINTED_RUNNING_MEAN,
-    Cause,
     EfficiencyError,
     Impl,
     Run,
-    Study,
     Targets,
     _med,
     bias_multiplier,
     implementation_summary,
     spread,
     value_at,
+)
+from profiler.model.studies import (
+    DEFAULT_TARGET_EXCESS,
+    PRINTED_EVAL,
+    PRINTED_NONE,
+    PRINTED_RUNNING_MEAN,
+    Cause,
+    Study,
 )
 
 

@@ -22,105 +22,25 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from profiler.clock import Clock
-from profiler.model import median_ns
+from profiler.analysis.whatif import (
+    FAILED,
+    HOLDS,
+    MISSES,
+    NOT_PREDICTED,
+    TOLERANCE,
+    TOLERANCE_FLOOR_US,
+    verdict_for,
+)
 
-
-@dataclass(frozen=True)
-class Removal:
-    """What a variant removes: a whole category, or one named part of it."""
-
-    category: str
-    part: str = ""
-
-    @property
-    def key(self) -> str:
-        return f"{self.category}.{self.part}" if self.part else self.category
-
-
-@dataclass(frozen=True)
-class Pair:
-    """A counterfactual pair: ``variant`` differs from ``baseline`` in exactly one respect.
-
-    ``id`` keys the pair everywhere (its measured saving is the fact ``<id>_saving_us``);
-    ``name`` is what people read. The declared pairs are the case study's
-    (``profiler.workloads.casestudy.PAIRS``).
-    """
-
-    id: str
-    name: str
-    baseline: str
-    variant: str
-    removes: tuple[Removal, ...]
-    claim: str
-
-
-# --- measurement (runs in the experiments process) -------------------------------------------
-
-
-Runner = Callable[[int, list[int], Clock], None]
-
-
-def block_medians(
-    runners: Sequence[Runner],
-    units_per_step: Sequence[int],
-    *,
-    blocks: int,
-    steps_per_block: Sequence[int],
-    clock: Clock,
-) -> list[list[int]]:
-    """Time each runner in alternating blocks (A B A B ... ; A B C A B C ... for more).
-
-    Returns, per runner, every step's duration in ns per *training* step (a unit's time divided
-    by its units per step). The order alternates so slow drift of the machine lands on all sides.
-    """
-    out: list[list[int]] = [[] for _ in runners]
-    for b in range(blocks):
-        order = range(len(runners)) if b % 2 == 0 else reversed(range(len(runners)))
-        for i in order:
-            marks = [clock()]
-            runners[i](steps_per_block[i], marks, clock)
-            k = units_per_step[i]
-            out[i].extend((marks[j + 1] - marks[j]) // k for j in range(len(marks) - 1))
-    return out
-
+# Timing in blocks lives in profiler.model.blocks (the experiments process runs it); the names
+# tests import stay importable from here.
+from profiler.model.blocks import Measured as Measured
+from profiler.model.blocks import block_medians as block_medians
+from profiler.model.blocks import measured as measured
+from profiler.model.blocks import resolution_ns as resolution_ns
+from profiler.model.studies import Pair
 
 # --- analysis (pure) -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Measured:
-    """A measured saving: baseline and variant medians per training step, and the resolution."""
-
-    baseline_ns: int
-    variant_ns: int
-    resolution_ns: int
-
-    @property
-    def saving_ns(self) -> int:
-        return self.baseline_ns - self.variant_ns
-
-
-def resolution_ns(a: Sequence[int], b: Sequence[int], blocks: int = 1) -> int:
-    """The smallest saving this measurement can tell from noise.
-
-    Twice the median absolute deviation of each side's steps, scaled by 1.4826 to a standard
-    deviation and divided by the square root of the step count (the medians' standard error),
-    combined in quadrature: a difference below it is not resolved.
-    """
-
-    def se(xs: Sequence[int]) -> float:
-        m = statistics.median(xs)
-        mad = statistics.median(abs(x - m) for x in xs) * 1.4826
-        return 1.2533 * mad / max(len(xs), 1) ** 0.5  # SE of a median ~ 1.2533 sigma / sqrt(n)
-
-    return int(2 * (se(a) ** 2 + se(b) ** 2) ** 0.5) + 1
-
-
-def measured(a_steps: Sequence[int], b_steps: Sequence[int]) -> Measured:
-    return Measured(
-        median_ns(list(a_steps)), median_ns(list(b_steps)), resolution_ns(a_steps, b_steps)
-    )
 
 
 @dataclass(frozen=True)
@@ -262,6 +182,9 @@ def summarize(
             "error_us": None,
             "relative_error": None,
             "within_goal": None,
+            "pairs": entry.get("pairs"),
+            "interval_us": None,
+            "verdict": FAILED if entry["status"] != "ok" else NOT_PREDICTED,
         }
         if entry["status"] == "ok":
             m = Measured(entry["baseline_ns"], entry["variant_ns"], entry["resolution_ns"])
@@ -272,7 +195,18 @@ def summarize(
                 resolution_us=m.resolution_ns / 1e3,
                 below_resolution=abs(m.saving_ns) < m.resolution_ns,
             )
+            interval = entry.get("interval_ns")
+            if interval is not None:
+                row["interval_us"] = [interval[0] / 1e3, interval[1] / 1e3]
             predicted = predict(entry["baseline"], tuple(row["removes"])) if predict else None
+            tolerance = (
+                None
+                if predicted is None
+                else max(TOLERANCE * abs(predicted), TOLERANCE_FLOOR_US * 1e3)
+            )
+            if "pairs" in entry:  # sized to its noise: the verdict follows the interval
+                span = None if interval is None else (float(interval[0]), float(interval[1]))
+                row["verdict"] = verdict_for(span, predicted, tolerance)
             if predicted is not None:
                 v = Verdict(predicted, m.saving_ns, m.resolution_ns)
                 row.update(
@@ -281,6 +215,8 @@ def summarize(
                     relative_error=v.relative_error,
                     within_goal=v.within(),
                 )
+                if "pairs" not in entry:  # an older run's pair: no interval, the goal decides
+                    row["verdict"] = HOLDS if v.within() else MISSES
         pairs.append(row)
     sweep = {}
     fits: dict[str, LinearFit] = {}

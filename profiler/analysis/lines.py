@@ -18,13 +18,6 @@ from typing import Any
 
 from profiler.model import LineStat
 
-#: How to read the figures, shown with every table.
-INFLATION_NOTE = (
-    "line_profiler slows the Python lines it traces (~1.6x measured on BaseSession._run) but "
-    "not the native calls they make: shares of Python lines are overstated. Hits count line "
-    "events: a statement spanning several lines can count more than once per execution."
-)
-
 
 def _groups(lines: Iterable[LineStat]) -> dict[tuple[str, str], list[LineStat]]:
     groups: dict[tuple[str, str], list[LineStat]] = {}

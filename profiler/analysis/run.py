@@ -29,7 +29,7 @@ SWEEP_CHECK_POINTS = 0.15
 
 
 class Outcome(Protocol):
-    """What a measured workload left (``profiler.processes.runner.WorkloadOutcome``)."""
+    """What a measured workload left (``profiler.processes.launch.WorkloadOutcome``)."""
 
     spec: WorkloadSpec
     slug: str
@@ -59,7 +59,8 @@ class WorkloadAnalysis:
         outcome: the workload as measured (spec, status, trace, ...).
         timed: the timed window's step statistics (None without one).
         windows: per phase with a window, its step statistics.
-        inflation: per instrumented phase, its median step over the timed one.
+        inflation: per instrumented phase, its median step over its uninstrumented
+            neighbours' (a script's reference blocks), else over the timed window's.
         one_off: build and warm-up costs beyond the steady state.
         sampling: the sampled phase's stacks, counted and classified.
         sampled_mean_inflation: the sampled window's mean step over the timed window's.
@@ -71,6 +72,8 @@ class WorkloadAnalysis:
         series: every window's step times in step order (thinned).
         epochs: what each epoch boundary costs (a loop with epochs: Keras ``fit``).
         whatifs: the fixes applied to a script's loop, measured against their predictions.
+        drift: how much the machine's speed varied across a script's run (its reference
+            blocks), or None.
     """
 
     outcome: Any
@@ -88,6 +91,7 @@ class WorkloadAnalysis:
     series: stats.Series | None = None
     epochs: stats.EpochCost | None = None
     whatifs: tuple[whatif.WhatIf, ...] = ()
+    drift: stats.Drift | None = None
 
     @property
     def name(self) -> str:
@@ -123,7 +127,8 @@ def analyse_workload(outcome: Outcome) -> WorkloadAnalysis:
     windows = {
         p.name: stats.window_stats(p.window, w) for p in trace.phases if p.window is not None
     }
-    inflation = {i.phase: i.ratio for i in stats.inflation(trace)}
+    drift = stats.drift(trace)
+    inflation = {i.phase: i.ratio for i in stats.inflation(trace, drift)}
     one_off = None
     if timed_stats is not None and timed is not None and timed.window is not None:
         one_off = stats.one_off(trace, median_ns(timed.window.durations_ns()))
@@ -136,7 +141,7 @@ def analyse_workload(outcome: Outcome) -> WorkloadAnalysis:
             mean_inflation = sampling.mean_ratio(
                 rec.window.durations_ns(), timed.window.durations_ns()
             )
-    att = attribution.attribute(trace, samples) if outcome.status == OK else None
+    att = attribution.attribute(trace, samples, drift) if outcome.status == OK else None
     tables: list[dict[str, Any]] = []
     lines_vs_warmup = None
     lrec = trace.phase("lines")
@@ -163,6 +168,7 @@ def analyse_workload(outcome: Outcome) -> WorkloadAnalysis:
         series=stats.series(trace),
         epochs=_epochs(trace),
         whatifs=tuple(whatif.analyse(trace.data("whatif"), att, w.units_per_step)),
+        drift=drift,
     )
 
 

@@ -28,6 +28,10 @@ from profiler.analysis import stacks as rules
 from profiler.capture.collectors.pyspy import MAIN_THREAD
 from profiler.model import CATEGORIES, Frame, Sample
 
+#: Where TensorFlow calls back into Python from its own threads: a tf.data ``py_function``,
+#: ``numpy_function`` or ``from_generator`` (a Keras ``PyDataset`` is one) runs there.
+PY_FUNC_ENTRY = ("tensorflow/python/ops/script_ops.py", "FuncRegistry.__call__")
+
 THREAD_POLICY = (
     "main thread only, samples inside steps only; other threads' and out-of-step samples are "
     "counted, not classified"
@@ -57,6 +61,12 @@ class Analysis:
     scoped: bool
     top_stacks: list[tuple[int, str, str, tuple[Frame, ...]]] = field(default_factory=list)
     top_lines: list[tuple[tuple[str, int, str], int, dict[str, int]]] = field(default_factory=list)
+    #: Main-thread samples in all (the sampling ticks: py-spy samples it idle or not).
+    ticks: int = 0
+    #: Other threads' samples in tf.data's Python callbacks (``PY_FUNC_ENTRY``), and per
+    #: innermost frame of the script's own code in them (``function (file)``).
+    input_python: int = 0
+    input_functions: dict[str, int] = field(default_factory=dict)
 
 
 def _from_driver(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
@@ -75,9 +85,19 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
     """Classify and count ``samples`` (see the module docstring for which ones count)."""
     main = [s for s in samples if s.thread in (MAIN_THREAD, "")]
     other: Counter[str] = Counter()
+    input_functions: Counter[str] = Counter()
+    input_python = 0
     for s in samples:
         if s.thread not in (MAIN_THREAD, ""):
             other[s.thread] += s.count
+            if any(
+                f.function == PY_FUNC_ENTRY[1] and f.file.endswith(PY_FUNC_ENTRY[0])
+                for f in s.frames
+            ):
+                input_python += s.count
+                own = _innermost_own(s.frames)
+                if own is not None:
+                    input_functions[own] += s.count
     scoped = any(rules.in_steps(s.frames) for s in main)
     inside = [s for s in main if rules.in_steps(s.frames)] if scoped else main
     outside = sum(s.count for s in main) - sum(s.count for s in inside)
@@ -115,7 +135,22 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
         scoped=scoped,
         top_stacks=top_stacks,
         top_lines=top_lines,
+        ticks=sum(s.count for s in main),
+        input_python=input_python,
+        input_functions=dict(input_functions.most_common(3)),
     )
+
+
+def _innermost_own(frames: tuple[Frame, ...]) -> str | None:
+    """The innermost frame of the user's own code (not an installed package's, not the
+    standard library's), as ``function (file)``."""
+    for f in reversed(frames):
+        if f.native or not f.file or f.file.startswith("<"):
+            continue
+        if "-packages/" in f.file or "/lib/python3." in f.file:
+            continue
+        return f"{f.function} ({f.file.rsplit('/', 1)[-1]})"
+    return None
 
 
 def category_counts(samples: Sequence[Sample]) -> dict[str, int]:

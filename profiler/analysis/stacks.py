@@ -1,11 +1,11 @@
 """Stack classification: which cause a sampled stack's time belongs to, as a table of data.
 
 Place in the pipeline: collectors turn py-spy captures into ``Sample`` stacks (``profiler.model``);
-this module maps each stack to one of the categories (README, "Categories"): (``compute``,
-``dispatch``, ``feed_fetch``, ``python``, ``tracing``, ``other``), to a *temporary label* for a
-native framework call that only the framework trace can split, or to ``instrumentation`` (the
-toolkit's own code, reported separately). ``profiler.analysis.sampling`` counts the results; the
-flame graph colours by them.
+this module maps each stack to one of the categories (profiler/docs/measuring.md, "Categories"):
+(``compute``, ``dispatch``, ``feed_fetch``, ``python``, ``tracing``, ``other``), to a *temporary
+label* for a native framework call that only the framework trace can split, or to
+``instrumentation`` (the toolkit's own code, reported separately). ``profiler.analysis.sampling``
+counts the results; the flame graph colours by them.
 
 How a stack is matched (``match``):
 
@@ -70,7 +70,7 @@ TEMPORARY_LABELS: dict[str, str] = {
 }
 
 #: The toolkit's own code inside a step (phase step wrappers, markers): measured and reported
-#: separately, never folded into a category (README, "Categories").
+#: separately, never folded into a category (profiler/docs/measuring.md, "Categories").
 INSTRUMENTATION = "instrumentation"
 
 #: Every label ``classify`` can return.
@@ -560,7 +560,13 @@ def match(stack: Sequence[Frame]) -> Match:
     Returns:
         The label, the deciding rule's name and the deciding frame's index.
     """
-    found = _walk(stack, RULES) or _walk(stack, FALLBACK_RULES)
+    # The fallbacks look at the whole stack: a Python frame anywhere (a script's line calling
+    # math.sin, whose libm frames no row names) is interpreter time, and only a stack of
+    # native frames alone is unexplained (``no-python`` fitted the unnamed libm leaf first and
+    # put 22% of a pure-Python loop in other).
+    found = (
+        _walk(stack, RULES) or _walk(stack, FALLBACK_RULES[:1]) or _walk(stack, FALLBACK_RULES[1:])
+    )
     return found or Match(OTHER, "empty", -1)
 
 

@@ -9,7 +9,10 @@ own line (``one_off``) and excluded from every steady-state figure.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from profiler.model import Inflation, Window, WorkDecl, WorkloadTrace, median_ns, percentile_ns
 
@@ -76,17 +79,22 @@ def one_off(trace: WorkloadTrace, steady_unit_ns: int) -> OneOff:
     )
 
 
-def inflation(trace: WorkloadTrace) -> list[Inflation]:
-    """Each instrumented phase's median unit time against the timed phase's."""
+def inflation(trace: WorkloadTrace, run_drift: Drift | None = None) -> list[Inflation]:
+    """Each instrumented phase's median unit time against the timed phase's, or against its
+    own uninstrumented neighbours where the run has them (``drift``): the timed window ran at
+    another moment of a drifting machine."""
     timed = trace.phase("timed")
     if timed is None or timed.window is None or timed.window.n_steps == 0:
         return []
     base = median_ns(timed.window.durations_ns())
+    k = trace.work.units_per_step
     out = []
     for p in trace.phases:
         if p.name == "timed" or p.window is None or p.window.n_steps == 0:
             continue
-        out.append(Inflation(p.name, base, median_ns(p.window.durations_ns())))
+        near = run_drift.neighbours.get(p.name) if run_drift is not None else None
+        own = near.step_ns * k if near is not None and near.step_ns > 0 else base
+        out.append(Inflation(p.name, own, median_ns(p.window.durations_ns())))
     return out
 
 
@@ -151,6 +159,47 @@ def theil_sen(xs: list[float], ys: list[float]) -> float:
     return slopes[len(slopes) // 2] if slopes else 0.0
 
 
+def theil_sen_interval(xs: list[float], ys: list[float]) -> tuple[float, float] | None:
+    """The 95% interval of ``theil_sen``'s slope (Sen 1968: the order statistics of the
+    pairwise slopes at Kendall's S's normal interval), its variance widened for the points'
+    lag-1 autocorrelation ((1 + r) / (1 - r): a loaded machine's drift makes neighbours alike,
+    and fewer independent points); None for fewer than three points."""
+    n = len(xs)
+    if n < 3:
+        return None
+    slopes = sorted(
+        (ys[j] - ys[i]) / (xs[j] - xs[i])
+        for i in range(n)
+        for j in range(i + 1, n)
+        if xs[j] != xs[i]
+    )
+    big_n = len(slopes)
+    if big_n < 2:
+        return None
+    b = slopes[big_n // 2]
+    a = sorted(y - b * x for x, y in zip(xs, ys, strict=True))[n // 2]
+    res = [y - (a + b * x) for x, y in zip(xs, ys, strict=True)]
+    mean = sum(res) / n
+    den = sum((r - mean) ** 2 for r in res)
+    r1 = sum((res[i] - mean) * (res[i + 1] - mean) for i in range(n - 1)) / den if den else 0.0
+    r1 = min(max(r1, 0.0), 0.9)
+    var = n * (n - 1) * (2 * n + 5) / 18 * (1 + r1) / (1 - r1)
+    c = 1.96 * var**0.5
+    lo = max(int((big_n - c) / 2), 0)
+    hi = min(int((big_n + c) / 2) + 1, big_n - 1)
+    return slopes[lo], slopes[hi]
+
+
+def drift_allowance(run_drift: Drift | None, step_ns: float, span: float) -> float:
+    """How much of a slope (ns per step) across ``span`` steps the machine's measured drift
+    explains: the run's speed ratio beyond its blocks' own noise, spread over the span (0
+    without reference blocks). A trend's interval is widened by it on both sides: steps that
+    got slower because the machine did are no growth."""
+    if run_drift is None or span <= 0:
+        return 0.0
+    return (run_drift.interval[0] - 1.0) * step_ns / span
+
+
 #: A step this many times the median is an outlier.
 OUTLIER_FACTOR = 3.0
 
@@ -174,6 +223,153 @@ def distribution(window: Window, work: WorkDecl) -> Distribution | None:
         outliers=len(slow),
         outlier_share=sum(slow) / total if total else 0.0,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SlowSteps:
+    """Steps much slower than the median, and whether they come at a period.
+
+    Attributes:
+        count: steps over ``OUTLIER_FACTOR`` times the median (with a period: those at it).
+        period: every how many steps one is slow (None: not periodic).
+        regular: the share of the steps at the period's offset that are slow (without a
+            period: the best share any period reached).
+        median_ns: the median step; ``slow_ns``: the slow steps' median.
+        excess_share: the slow steps' time beyond the median, as a share of all the steps'.
+        first: the first slow step's index in the window.
+    """
+
+    count: int
+    period: int | None
+    regular: float
+    median_ns: int
+    slow_ns: int
+    excess_share: float
+    first: int
+    #: The mean step (the slow ones included) of the durations looked at.
+    mean_ns: float = 0.0
+
+
+#: The share of the steps at one offset modulo a period that must be slow for it to be periodic.
+PERIODIC_SHARE = 0.8
+#: The longest period looked for, in steps (longer ones are an epoch's: ``EpochCost``).
+MAX_PERIOD = 1_000
+
+
+#: Windows whose steps the instrument itself pauses at random moments: py-spy stops the
+#: process for each stack it reads (100-300 a second), which made 1 step in 6 of a custom loop's
+#: sampled window "slow" (105 against the timed window's 3).
+PAUSED_WINDOWS = frozenset({"sampled"})
+
+
+def slow_steps_across(trace: WorkloadTrace) -> SlowSteps | None:
+    """``slow_steps`` over every window after the warm-up, in step order, each step taken as a
+    multiple of its own window's median and put at the timed window's median (the windows ran
+    at different speeds, instrumented or not). A slow step every epoch of 200 steps (a custom
+    loop's validation) falls once or twice in one window; across the run's windows it repeats
+    at its period. Indices are training steps; the steps no window measured are left out of
+    the period's count. None without a timed window or 3 slow steps."""
+    timed = trace.phase("timed")
+    if timed is None or timed.window is None or not timed.window.n_steps:
+        return None
+    base = median_ns(list(per_step(timed.window.durations_ns(), trace.work)))
+    steps: dict[int, int] = {}
+    for p in trace.phases:
+        if p.window is None or not p.window.n_steps or p.name in PAUSED_WINDOWS:
+            continue
+        med = median_ns(list(per_step(p.window.durations_ns(), trace.work)))
+        if med <= 0:
+            continue
+        for seg in p.window.segments:
+            for j, dur in enumerate(per_step(seg.durations_ns(), trace.work)):
+                steps.setdefault(seg.first_step + j, round(dur * base / med))
+    if not steps:
+        return None
+    order = sorted(steps)
+    return slow_steps([steps[i] for i in order], order)
+
+
+def slow_steps(durations: Sequence[int], indices: Sequence[int] | None = None) -> SlowSteps | None:
+    """The slow steps of a window (``SlowSteps``); None with fewer than 3 of them.
+
+    A period is the smallest ``p`` such that at least ``PERIODIC_SHARE`` of the steps at one
+    offset modulo ``p`` are slow, at least 3 of them: beside a busy process, preempted steps
+    fall anywhere (369 slow steps where an evaluation every 10th step made 285), so the gaps
+    between slow steps are not regular, but almost every 10th step still is slow. With a
+    period, ``slow_ns``, ``excess_share`` and ``first`` are the periodic steps' alone."""
+    d = list(durations)
+    if len(d) < 6:
+        return None
+    idx = list(indices) if indices is not None else list(range(len(d)))
+    med = median_ns(d)
+    slow = [j for j, x in enumerate(d) if x > OUTLIER_FACTOR * med]
+    if len(slow) < 3:
+        return None
+    at = [idx[j] for j in slow]
+    period, regular, picked = _period(at, idx)
+    total = sum(d)
+    chosen = set(picked)
+    use = [j for j in slow if idx[j] in chosen] if period else slow
+    excess = sum(d[j] - med for j in use)
+    return SlowSteps(
+        count=len(use),
+        period=period,
+        regular=regular,
+        median_ns=med,
+        slow_ns=median_ns([d[j] for j in use]),
+        excess_share=excess / total if total else 0.0,
+        first=idx[use[0]],
+        mean_ns=total / len(d),
+    )
+
+
+def _period(at: list[int], observed: list[int]) -> tuple[int | None, float, list[int]]:
+    """(the smallest period at which one offset's steps are nearly all slow, the share of
+    them that are, those slow steps); (None, the best share, []) without one. ``at`` are the
+    slow steps' indices, ``observed`` every measured step's (sorted; gaps where no window
+    measured).
+
+    Chance is ruled out: the slow steps at the offset must be beyond what slow steps falling
+    anywhere would give at one of the offsets tried (binomial tail at the share of slow
+    steps, times the offsets tried, under 1%)."""
+    n = len(observed)
+    span = observed[-1] - observed[0] + 1
+    contiguous = span == n
+    top = min(span // 3, MAX_PERIOD)
+    tried = max(top * (top + 1) // 2 - 1, 1)
+    q = len(at) / n
+    best = 0.0
+    for p in range(2, top + 1):
+        offsets: dict[int, int] = {}
+        for i in at:
+            offsets[i % p] = offsets.get(i % p, 0) + 1
+        r, hits = max(offsets.items(), key=lambda kv: kv[1])
+        if hits < 3:
+            continue
+        if contiguous:
+            positions = len(range(observed[0] + (r - observed[0]) % p, observed[-1] + 1, p))
+        else:
+            positions = sum(1 for i in observed if i % p == r)
+        share = hits / positions
+        best = max(best, share)
+        if hits >= 3 and share >= PERIODIC_SHARE and _tail(positions, hits, q) * tried < 0.01:
+            return p, share, [i for i in at if i % p == r]
+    return None, best, []
+
+
+def _tail(m: int, h: int, q: float) -> float:
+    """P(X >= h) for X ~ Binomial(m, q)."""
+    if q >= 1.0:
+        return 1.0
+    if q <= 0.0:
+        return 0.0
+    lq, lr = math.log(q), math.log1p(-q)
+    terms = [
+        math.lgamma(m + 1) - math.lgamma(k + 1) - math.lgamma(m - k + 1) + k * lq + (m - k) * lr
+        for k in range(h, m + 1)
+    ]
+    top = max(terms)
+    return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,9 +413,15 @@ class EpochCost:
     Attributes:
         steps_per_epoch: batches in an epoch.
         boundaries: epoch boundaries inside the measured windows.
-        excess_ns: the median boundary step's time beyond its window's median step.
+        excess_ns: the median boundary step's time beyond its window's median step, as a
+            multiple of that median applied to the timed window's (the windows ran at
+            different speeds); the first boundary is left out (it also pays one-offs: the
+            first validation's trace).
         batch_ns: the timed window's median step.
         share: of an epoch's time, what the boundary's excess takes.
+        low_share: the same with the smallest boundary's excess: a lower bound for the share
+            (below the median boundary's with probability 1 - 2^-n for n boundaries, 87.5%
+            for 3), which a finding's threshold is held to.
     """
 
     steps_per_epoch: int
@@ -227,6 +429,7 @@ class EpochCost:
     excess_ns: int
     batch_ns: int
     share: float
+    low_share: float = 0.0
 
 
 def epoch_cost(trace: WorkloadTrace, steps_per_epoch: int, first_step: int) -> EpochCost | None:
@@ -238,19 +441,202 @@ def epoch_cost(trace: WorkloadTrace, steps_per_epoch: int, first_step: int) -> E
     if timed is None or timed.window is None or not timed.window.n_steps:
         return None
     k = trace.work.units_per_step
-    excess: list[int] = []
+    timed_med = median_ns(list(timed.window.durations_ns()))
+    found: list[tuple[int, int]] = []
     for p in trace.phases:
         if p.window is None or not p.window.n_steps:
             continue
         med = median_ns(list(p.window.durations_ns()))
+        if med <= 0:
+            continue
         for seg in p.window.segments:
             for j, dur in enumerate(seg.durations_ns()):
                 step = (seg.first_step + j) * k - first_step
                 if step > 0 and step % steps_per_epoch == 0:
-                    excess.append(max(dur - med, 0))
+                    # In its window's own steps, then at the timed window's step: an
+                    # instrumented window (hooks, lines) slows the validation at the boundary
+                    # as it slows the batches, and its absolute excess was 2-4.5x the truth.
+                    found.append((step, round(max(dur - med, 0) * timed_med / med)))
+    # The first boundary also pays one-offs (the first validation traces its function: 4.4 s
+    # against 2.6 s later): only the later ones say what recurs. A run whose windows held only
+    # first boundaries (each re-run of a 2-epoch script has one) has no recurring cost measured.
+    excess = [e for s, e in found if s != steps_per_epoch]
     if not excess:
         return None
-    batch = median_ns(list(timed.window.durations_ns())) // k
+    batch = timed_med // k
     cost = median_ns(excess)
     epoch = steps_per_epoch * batch + cost
-    return EpochCost(steps_per_epoch, len(excess), cost, batch, cost / epoch if epoch else 0.0)
+    low = min(excess)
+    return EpochCost(
+        steps_per_epoch,
+        len(excess),
+        cost,
+        batch,
+        cost / epoch if epoch else 0.0,
+        low / (steps_per_epoch * batch + low) if batch or low else 0.0,
+    )
+
+
+# --- drift: how much the machine's speed varied across a run ---------------------------------
+
+
+def median_interval(values: Sequence[int]) -> tuple[int, int, int]:
+    """(median, low, high) of ``values``: the median and its distribution-free 95% interval,
+    the order statistics at ranks ⌊n/2 − 0.98·√n⌋ and ⌈n/2 + 0.98·√n⌉ (the binomial's
+    normal interval; Conover 1999). Under 6 values no order statistics reach 95%: the
+    interval is their whole range."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if not n:
+        raise ValueError("median of no values")
+    med = median_ns(ordered)
+    if n < 6:
+        return med, ordered[0], ordered[-1]
+    half = 0.98 * n**0.5
+    low_rank = max(math.floor(n / 2 - half), 1)  # ranks count from 1
+    high_rank = min(math.ceil(n / 2 + half), n)
+    return med, ordered[low_rank - 1], ordered[high_rank - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One uninstrumented block of a run (a reference block, or the timed window), per
+    training step: its median with the median's 95% interval."""
+
+    label: str
+    repeat: int
+    first_step: int
+    steps: int
+    median_ns: int
+    low_ns: int
+    high_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbours:
+    """An instrumented window's uninstrumented neighbours: the blocks just before and after
+    it in the same run of the script (either may be missing).
+
+    Attributes:
+        step_ns: their step time (the mean of their medians), per training step.
+        ratio: how far apart they are (the slower's median over the faster's; 1.0 for one).
+        ratio_low: that ratio beyond the blocks' own noise (the lower end of its interval).
+    """
+
+    before: Block | None
+    after: Block | None
+    step_ns: int
+    ratio: float
+    ratio_low: float
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """How much the machine's speed varied across a script's run, from its uninstrumented
+    blocks (``ReferenceBlock``s and the timed window) in step order.
+
+    Blocks are compared within one run of the script only: a later run (``--repeat``, or a
+    re-run for the phases the first missed) may mark its steps another way (a traced line
+    instead of a detected call, ~7 µs a step more on a numpy loop here), which is no drift.
+
+    Attributes:
+        blocks: the blocks, by run of the script and step.
+        ratio: the slowest block's median over the fastest's, in the run of the script
+            (``repeat``) where that spread is surest (the largest lower end).
+        interval: its 95% interval: the lower end is the spread the blocks' own step noise
+            cannot explain (each median at its interval's edge), the upper the widest.
+        neighbours: per instrumented phase with a window, its neighbours.
+        repeat: the run of the script the ratio comes from.
+    """
+
+    blocks: tuple[Block, ...]
+    ratio: float
+    interval: tuple[float, float]
+    neighbours: dict[str, Neighbours]
+    repeat: int = 0
+
+    def speed_ratio(self, phases: Sequence[str]) -> float:
+        """The lower end of the speed ratio between the timed window and the neighbours of
+        ``phases``' windows, within each run of the script (the largest): how far apart the
+        moments their figures came from surely were (1.0 where nothing tells)."""
+        chosen = [b for b in self.blocks if b.label == "timed"]
+        for name in phases:
+            n = self.neighbours.get(name)
+            if n is not None:
+                chosen += [b for b in (n.before, n.after) if b is not None]
+        runs = {b.repeat for b in chosen}
+        return max((_ratio([b for b in chosen if b.repeat == r])[1] for r in runs), default=1.0)
+
+
+def _ratio(blocks: Sequence[Block]) -> tuple[float, float, float]:
+    """(point, low, high) of the slowest median over the fastest among ``blocks``."""
+    if len(blocks) < 2:
+        return 1.0, 1.0, 1.0
+    slow = max(blocks, key=lambda b: b.median_ns)
+    fast = min(blocks, key=lambda b: b.median_ns)
+    point = slow.median_ns / max(fast.median_ns, 1)
+    low = max(b.low_ns for b in blocks) / max(min(b.high_ns for b in blocks), 1)
+    high = max(b.high_ns for b in blocks) / max(min(b.low_ns for b in blocks), 1)
+    return point, max(low, 1.0), max(high, point)
+
+
+def _block(label: str, repeat: int, segments: Sequence[Any], k: int) -> Block | None:
+    durations = [d // k for seg in segments for d in seg.durations_ns()]
+    if not durations:
+        return None
+    med, lo, hi = median_interval(durations)
+    first = segments[0].first_step
+    return Block(label, repeat, first, len(durations) * k, med, lo, hi)
+
+
+def drift(trace: WorkloadTrace) -> Drift | None:
+    """The run's drift (``Drift``); None for a run without reference blocks."""
+    if not trace.references:
+        return None
+    k = trace.work.units_per_step
+    blocks: list[Block] = []
+    timed = trace.phase("timed")
+    if timed is not None and timed.window is not None and timed.window.n_steps:
+        b = _block("timed", timed.repeat, timed.window.segments, k)
+        if b is not None:
+            blocks.append(b)
+    for ref in trace.references:
+        label = f"after {ref.after}" if ref.after else f"before {ref.before}"
+        b = _block(label, ref.repeat, (ref.segment,), k)
+        if b is not None:
+            blocks.append(b)
+    blocks.sort(key=lambda b: (b.repeat, b.first_step))
+    neighbours: dict[str, Neighbours] = {}
+    for p in trace.phases:
+        if p.name in ("timed", "whatif") or p.window is None or not p.window.n_steps:
+            continue
+        start = p.window.segments[0].first_step
+        end = p.window.segments[-1].first_step + p.window.segments[-1].n_steps
+        same = [b for b in blocks if b.repeat == p.repeat]
+        earlier = [b for b in same if b.first_step < start]
+        later = [b for b in same if b.first_step >= end]
+        before = max(earlier, key=lambda b: b.first_step) if earlier else None
+        after = min(later, key=lambda b: b.first_step) if later else None
+        # A block beyond another instrumented window is not this one's neighbour.
+        windows = [
+            q.window.segments[0].first_step
+            for q in trace.phases
+            if q.repeat == p.repeat
+            and q.name not in (p.name, "timed")
+            and q.window is not None
+            and q.window.n_steps
+        ]
+        if before is not None and any(before.first_step < w < start for w in windows):
+            before = None
+        if after is not None and any(end <= w < after.first_step for w in windows):
+            after = None
+        near = [b for b in (before, after) if b is not None]
+        if not near:
+            continue
+        point, low, _ = _ratio(near)
+        step = sum(b.median_ns for b in near) // len(near)
+        neighbours[p.name] = Neighbours(before, after, step, point, low)
+    by_run = {r: _ratio([b for b in blocks if b.repeat == r]) for r in {b.repeat for b in blocks}}
+    repeat = max(by_run, key=lambda r: (by_run[r][1], -r))
+    point, low, high = by_run[repeat]
+    return Drift(tuple(blocks), point, (low, high), neighbours, repeat)

@@ -2,13 +2,19 @@
 the attribution predicted before anything ran.
 
 Place in the pipeline: analysis (pure), called by ``profiler.analysis.run`` for a workload whose
-trace holds a what-if phase (``WhatIfData``, ``profiler.capture.phases.whatif``). The measured
-saving is the median over pairs of (baseline block median - variant block median); its
-resolution is half the range of those differences. The prediction is the share of the step the
-attribution gives the variant's declared categories and parts (``attribution.removal_ns``),
-applied to the blocks' baseline step (the machine's speed drifts between windows); it holds within
-``max(TOLERANCE x |predicted|, TOLERANCE_FLOOR_US)``, else it misses, and a miss is reported as
-it is, never tuned away.
+trace holds a what-if phase (``WhatIfData``, ``profiler.capture.phases.whatif``). Baseline and
+variant blocks alternate (A B, B A ...), so each pair's difference (baseline block median -
+variant block median) is measured beside its neighbour, not against a window taken a minute
+earlier. The measured saving is the mean of those differences, with its 95% interval (Student's
+t over the pairs: ``saving_interval``); its resolution is half their range. The prediction is the
+share of the step the attribution gives the variant's declared categories and parts
+(``attribution.removal_ns``), applied to the blocks' baseline step.
+
+The verdict follows the interval: ``slower`` when the whole interval is below zero (a fix
+measured slower is not a fix), ``inconclusive`` when it spans zero (or only one pair was
+measured: no interval), else ``holds`` when it reaches the prediction's tolerance band
+``max(TOLERANCE x |predicted|, TOLERANCE_FLOOR_US)`` and ``misses`` when it does not; a miss is
+reported as it is, never tuned away.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 from profiler.analysis import attribution as attr
 from profiler.analysis.attribution import Attribution
 from profiler.model import median_ns
+from profiler.model.intervals import saving_interval
 from profiler.model.records import WhatIfData
 
 #: A prediction holds within this share of itself, or this many µs, whichever is larger.
@@ -25,6 +32,26 @@ TOLERANCE = 0.25
 TOLERANCE_FLOOR_US = 3.0
 
 HOLDS, MISSES, NOT_PREDICTED, FAILED = "holds", "misses", "not predicted", "failed"
+INCONCLUSIVE, SLOWER = "inconclusive", "slower"
+#: Verdicts of a what-if that measured a saving (its interval above zero): a fix.
+SAVES = (HOLDS, MISSES, NOT_PREDICTED)
+
+
+def verdict_for(
+    interval: tuple[float, float] | None, predicted: float | None, tolerance: float | None
+) -> str:
+    """The verdict a measured saving's interval supports (the module docstring)."""
+    if interval is None:
+        return INCONCLUSIVE
+    low, high = interval
+    if high < 0:
+        return SLOWER
+    if low <= 0:
+        return INCONCLUSIVE
+    if predicted is None or tolerance is None:
+        return NOT_PREDICTED
+    reaches = low <= predicted + tolerance and high >= predicted - tolerance
+    return HOLDS if reaches else MISSES
 
 
 @dataclass(frozen=True)
@@ -51,6 +78,12 @@ class WhatIf:
     predicted_share: float | None
     tolerance_us: float | None
     verdict: str
+    interval_us: tuple[float, float] | None = None
+
+    @property
+    def saves(self) -> bool:
+        """Whether the fix measured a saving (its interval above zero): a fix on this loop."""
+        return self.verdict in SAVES
 
     @property
     def speedup(self) -> float | None:
@@ -68,9 +101,13 @@ def analyse(data: WhatIfData | None, att: Attribution | None, units: int = 1) ->
         pairs = min(len(r.baseline_ns), len(r.variant_ns))
         diffs = [(r.baseline_ns[i] - r.variant_ns[i]) / units / 1e3 for i in range(pairs)]
         measured = float(median_ns([round(d * 1e3) for d in diffs])) / 1e3 if diffs else None
+        stats = saving_interval(diffs)
+        interval = (stats[1], stats[2]) if stats is not None else None
+        if stats is not None:
+            measured = stats[0]
         if r.status == "failed":
             # The fix could not be applied: its blocks ran the step as written.
-            measured = None
+            measured = interval = None
         resolution = (max(diffs) - min(diffs)) / 2 if len(diffs) > 1 else None
         predicted = share = None
         baseline = _median_us(r.baseline_ns, units)
@@ -85,10 +122,8 @@ def analyse(data: WhatIfData | None, att: Attribution | None, units: int = 1) ->
         )
         if r.status == "failed" or measured is None:
             verdict = FAILED
-        elif predicted is None or tolerance is None:
-            verdict = NOT_PREDICTED
         else:
-            verdict = HOLDS if abs(measured - predicted) <= tolerance else MISSES
+            verdict = verdict_for(interval, predicted, tolerance)
         out.append(
             WhatIf(
                 id=r.id,
@@ -111,6 +146,7 @@ def analyse(data: WhatIfData | None, att: Attribution | None, units: int = 1) ->
                 predicted_share=share,
                 tolerance_us=tolerance,
                 verdict=verdict,
+                interval_us=interval,
             )
         )
     return out

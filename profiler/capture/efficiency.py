@@ -41,14 +41,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from profiler.analysis.efficiency import (
-    COLUMNS,
-    DEFAULT_SEEDS,
-    DEFAULT_TARGET_EXCESS,
-    schedule,
-)
 from profiler.capture.loop import Loop
 from profiler.clock import Clock, now_ns
+from profiler.model.studies import COLUMNS, DEFAULT_SEEDS, DEFAULT_TARGET_EXCESS, schedule
 from profiler.workloads.casestudy import EFFICIENCY
 
 RESULT_FILE = "efficiency.json"
@@ -318,7 +313,7 @@ def measure(name: str, seed: int, spec: EfficiencySpec, clock: Clock = now_ns) -
 
 def run(spec: EfficiencySpec, clock: Clock = now_ns, progress: Progress = lambda _e: None) -> dict:
     """Every implementation for every seed; ``efficiency.json`` rewritten after each run."""
-    from profiler.processes.rundir import atomic_write_text
+    from profiler.model.atomic import atomic_write_text
 
     out: dict[str, Any] = {"spec": asdict(spec), "runs": {}}
     path = Path(spec.out_dir) / RESULT_FILE

@@ -1,15 +1,18 @@
 """The experiments process: every pair and every sweep size, timed in one process.
 
-Place in the pipeline: ``profiler.processes.runner.run_process`` starts ``python -m
+Place in the pipeline: ``profiler.processes.launch.run_process`` starts ``python -m
 profiler.capture.experiments SPEC.json``; this module builds the loops, warms them, times them in
-alternating blocks (``profiler.analysis.experiments.block_medians``) and writes ``experiments.json``
-(rewritten after every pair and every sweep workload, so a crash keeps what was measured).
+alternating blocks (a pair: ``profiler.model.blocks.sized_pairs``, as many block pairs as its
+saving's interval needs within ``pair_max_s``; the sweep: ``block_medians``) and writes
+``experiments.json`` (rewritten after every pair and every sweep workload, so a crash keeps
+what was measured).
 TF1 graphs are built in their own ``tf.Graph``, so TF1 and TF2 loops share this process.
 
 Output (per-step nanoseconds, per *training* step)::
 
     {"pairs": [{"name", "baseline", "variant", "status", "error",
-                "baseline_ns", "variant_ns", "resolution_ns", "steps": [na, nb]}],
+                "baseline_ns", "variant_ns", "resolution_ns", "steps": [na, nb],
+                "pairs": block pairs timed, "interval_ns": [low, high] of the saving}],
      "sweep": {"<workload>": {"status", "error", "sizes": [...], "median_ns": [...]}}}
 """
 
@@ -22,11 +25,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from profiler.analysis.experiments import block_medians, measured
 from profiler.capture.loop import Loop
 from profiler.capture.schedule import typical_step_ns
 from profiler.clock import Clock, now_ns
 from profiler.model import median_ns
+from profiler.model.blocks import block_medians, measured, sized_pairs
 from profiler.workloads.casestudy import PAIRS
 
 RESULT_FILE = "experiments.json"
@@ -40,8 +43,11 @@ class ExperimentSpec:
     pairs: list[str] = field(default_factory=lambda: [p.id for p in PAIRS])
     sweep_workloads: list[str] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    #: the sweep's blocks, and each block's seconds (pairs and sweep).
     blocks: int = 6
     block_s: float = 0.1
+    #: A pair's block pairs stop at this many seconds (``profiler.model.blocks.sized_pairs``).
+    pair_max_s: float = 2.0
     warmup_steps: int = 30
 
     def to_json(self) -> str:
@@ -70,7 +76,7 @@ def run(spec: ExperimentSpec, clock: Clock = now_ns, progress: Any = lambda _e: 
     loops: dict[str, Loop] = {}
 
     def save() -> None:
-        from profiler.processes.rundir import atomic_write_text
+        from profiler.model.atomic import atomic_write_text
 
         atomic_write_text(path, json.dumps(out, indent=1))
 
@@ -91,20 +97,23 @@ def run(spec: ExperimentSpec, clock: Clock = now_ns, progress: Any = lambda _e: 
                 if name not in loops:
                     loops[name] = _build(name)
             a, b = loops[pair.baseline], loops[pair.variant]
-            steps = [_steps_for(x, spec.block_s, clock, spec.warmup_steps) for x in (a, b)]
-            sa, sb = block_medians(
-                [a.run, b.run],
-                [a.work.units_per_step, b.work.units_per_step],
-                blocks=spec.blocks,
-                steps_per_block=steps,
-                clock=clock,
+            sa_n, sb_n = (_steps_for(x, spec.block_s, clock, spec.warmup_steps) for x in (a, b))
+            timed = sized_pairs(
+                (a.run, b.run),
+                (a.work.units_per_step, b.work.units_per_step),
+                (sa_n, sb_n),
+                clock,
+                spec.pair_max_s,
             )
-            m = measured(sa, sb)
+            m = measured(timed.base_steps, timed.var_steps)
+            stats = timed.interval_ns()
             entry.update(
                 baseline_ns=m.baseline_ns,
                 variant_ns=m.variant_ns,
                 resolution_ns=m.resolution_ns,
-                steps=[len(sa), len(sb)],
+                steps=[len(timed.base_steps), len(timed.var_steps)],
+                pairs=timed.pairs,
+                interval_ns=None if stats is None else [stats[1], stats[2]],
             )
         except Exception as exc:  # one broken pair must not lose the others
             entry.update(status="failed", error=f"{type(exc).__name__}: {exc}")

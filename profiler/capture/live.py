@@ -12,26 +12,44 @@ end so that the process runs on as before. ``start`` and ``stop`` bracket the co
 Phases that need a process of their own are left out by the caller (the what-if phase); the
 sampled phase attaches py-spy to this process, which needs ptrace rights over it (the phase
 says so when it cannot).
+
+The caller ends a run that measured nothing it was asked to (a ``fit`` shorter than the
+callback's ``skip_batches``) by passing ``NothingMeasured`` to ``stop``: the run fails with that
+reason, not the script's "steps were not detected" advice.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+from dataclasses import replace
 from typing import Any
 
 from profiler import markers
 from profiler.capture.phases import sampled
 from profiler.capture.script import detect, source
 from profiler.capture.script.driver import StopScript
-from profiler.capture.script.schedule import Schedule
-from profiler.capture.script.worker import JOIN_TIMEOUT_S, Ending, ScriptRun, _spec_for
+from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule
+from profiler.capture.script.worker import (
+    JOIN_TIMEOUT_S,
+    Ending,
+    ScriptRun,
+    _spec_for,
+    message_line,
+)
 from profiler.capture.worker import WorkerSpec
-from profiler.model import FAILED, OK, PARTIAL
+from profiler.model import FAILED, OK, PARTIAL, WorkloadTrace
 
 #: Phases a live run can take (the what-if phase replaces the script's calls for a while:
 #: it needs a process of its own).
 LIVE_PHASES = ("timed", "sampled", "framework", "hooks", "lines")
+#: ``script.ended`` of a run that measured no step it was asked for (``NothingMeasured``).
+NO_STEPS = "no_steps"
+
+
+class NothingMeasured(Exception):
+    """Given to ``LiveRun.stop``: the code ended before any step it was asked to measure;
+    its text says why and what to change."""
 
 
 class LiveRun(ScriptRun):
@@ -55,7 +73,7 @@ class LiveRun(ScriptRun):
 
     def compile_file(self) -> tuple[Any, Any]:
         """The file's code (a cell saved to a file) with its step marks and loop marks compiled
-        in, registered for the lines phase: (code to run, the function for the lines phase)."""
+        in, registered for the lines phase: (code to run, the functions for the lines phase)."""
         code, _src = self.compile()
         return self.module_target(code)
 
@@ -97,7 +115,7 @@ class LiveRun(ScriptRun):
             max_steps=self.opts.get("max_steps"),
             expected_steps=self.opts.get("expected_steps"),
             line_targets=self.step_targets,
-            module_target=module_fn,
+            module_targets=list(module_fn or []),
             allow_native=not heavy and self.options.get("sample_native", "auto") != "off",
             script_span=lambda: (self.start_ns, self.end_ns),
             write=self.write_partial,
@@ -155,6 +173,27 @@ class LiveRun(ScriptRun):
                 message=f"{what} was interrupted after {steps} steps; everything measured so "
                 "far is kept",
             )
+        if isinstance(exc, NothingMeasured):
+            return Ending(NO_STEPS, FAILED, error=str(exc), message=str(exc))
         head = f"{what} raised {type(exc).__name__} after {steps} steps"
-        text = f"{head}: {exc}"[:2000]
-        return Ending("raised", FAILED, error=text, message=head)
+        # The line that says what went wrong first (TensorFlow's errors open with the op's
+        # Python traceback, which the cut below would keep instead).
+        said = message_line(exc)
+        text = f"{head}: {said}\n{exc}" if said and said != str(exc) else f"{head}: {exc}"
+        return Ending("raised", FAILED, error=text[:2000], message=head)
+
+    def trace(self, out: Outcome, status: str, error: str = "") -> WorkloadTrace:
+        """The script's trace; a run that measured nothing it was asked for says why in place
+        of the advice to mark steps (the steps were marked; none was in the window)."""
+        if self.ending.reason != NO_STEPS:
+            return super().trace(out, status, error)
+        why = self.ending.message
+        out = replace(
+            out,
+            notes=[n for n in out.notes if n != NOT_DETECTED],
+            records=[
+                replace(r, reason=why) if NOT_DETECTED in r.reason else r for r in out.records
+            ],
+        )
+        trace = super().trace(out, status, error)
+        return replace(trace, script={**(trace.script or {}), "message": why})

@@ -236,6 +236,8 @@ class Slot:
         return dataclasses.asdict(self)
 
 
+#: The phase whose extra steps (the what-ifs' blocks) take what the others leave under a limit.
+LAST_EXTRA = "whatif"
 #: Under a step limit, re-warm and extra steps are cut to these when the plan does not fit.
 TIGHT_REWARM = 5
 TIGHT_EXTRA = 5
@@ -286,10 +288,18 @@ def plan(
     need = sum(s.window + s.rewarm + s.extra for s in slots.values())
     if available is not None and need > available:
         by_name = {p.name: p for p in phases}
-        for name, slot in slots.items():
+        for slot in slots.values():
             slot.rewarm = min(slot.rewarm, TIGHT_REWARM)
-            if slot.extra:
+        for name, slot in slots.items():
+            if slot.extra and name != LAST_EXTRA:
                 slot.extra = by_name[name].fit_extra(ctx, TIGHT_EXTRA, available // 10)
+        last = slots.get(LAST_EXTRA)
+        if last is not None and last.extra:
+            # The what-ifs' blocks take what the others leave (a run for them alone: most of
+            # its steps), at least a tenth of the steps.
+            others = sum(s.window + s.rewarm + s.extra for n, s in slots.items() if n != LAST_EXTRA)
+            room = max(available // 10, available - others - last.window - last.rewarm)
+            last.extra = by_name[LAST_EXTRA].fit_extra(ctx, TIGHT_EXTRA, room)
         fixed = sum(s.rewarm + s.extra for s in slots.values())
         wanted = sum(s.window for s in slots.values()) or 1
         factor = max(available - fixed, 0) / wanted

@@ -9,15 +9,22 @@ prefetch on top), iterated from its first element: its blocks read their batches
 the loop's own ``next()`` (the iterator's ``_next_internal``, shadowed on the instance). The
 training therefore sees other batches in those blocks than the loop's next ones: these
 what-ifs may change results and run only with ``--whatif all``.
+
+Both use tf.data's private API (an iterator's ``_next_internal``; for the parallel maps a
+dataset's serialised graph, ``_VariantDataset`` and the ``DatasetFromGraph`` op): each builder
+checks for what it uses first (``_missing``), and a TensorFlow without it gets the what-if not
+run, with a note naming what is missing and the version.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
+from profiler.capture import tf_internals
 from profiler.capture.script.driver import StepDriver
-from profiler.capture.whatifs import Variant, _error
+from profiler.capture.variant import Variant, error_line
 
 TF_DATA_PREFETCH = "tf_data_prefetch"
 TF_DATA_PARALLEL = "tf_data_parallel"
@@ -35,6 +42,34 @@ def _pipeline(driver: StepDriver) -> tuple[Any, Any, Any] | str:
     return got
 
 
+def _missing(driver: StepDriver, ds: Any, it: Any, graph: bool) -> str | None:
+    """None if this TensorFlow has the tf.data internals the variant uses (the iterator's
+    ``_next_internal`` where the loop reads it, and with ``graph`` those of
+    ``_parallel_maps``), else the note saying what is missing."""
+    missing: list[str] = []
+    if getattr(driver.facts.model if driver.facts.fit else None, "train_function", None) is None:
+        missing += [
+            f"tensorflow.python.data.ops.iterator_ops.OwnedIterator.{m}"
+            for m in tf_internals.missing_attributes(it, ("_next_internal",))
+        ]
+    if graph:
+        missing += [
+            f"tensorflow.python.data.ops.dataset_ops.DatasetV2.{m}"
+            for m in tf_internals.missing_attributes(ds, ("_as_serialized_graph",))
+        ]
+        for module, names in (
+            ("tensorflow.python.data.ops.dataset_ops", ("_VariantDataset",)),
+            ("tensorflow.python.ops.gen_experimental_dataset_ops", ("dataset_from_graph",)),
+        ):
+            try:
+                found = importlib.import_module(module)
+            except ImportError:
+                missing.append(module)
+                continue
+            missing += [f"{module}.{m}" for m in tf_internals.missing_attributes(found, names)]
+    return tf_internals.missing_note("this what-if", ", ".join(missing)) if missing else None
+
+
 def prefetch(driver: StepDriver) -> Variant | str:
     """The pipeline with ``prefetch(tf.data.AUTOTUNE)`` at its end, where it has none and
     tf.data injects none."""
@@ -46,6 +81,9 @@ def prefetch(driver: StepDriver) -> Variant | str:
         return "the pipeline prefetches already"
     if pipe.auto_prefetch:
         return "tf.data adds a prefetch to this pipeline by default (inject_prefetch)"
+    missing = _missing(driver, ds, it, graph=False)
+    if missing is not None:
+        return missing
     import tensorflow as tf
 
     return _variant(
@@ -71,6 +109,9 @@ def parallel(driver: StepDriver) -> Variant | str:
         return "the pipeline has no serial map"
     if pipe.auto_parallel and not any(s.python for s in serial):
         return "tf.data parallelises these maps by default (map_parallelization)"
+    missing = _missing(driver, ds, it, graph=True)
+    if missing is not None:
+        return missing
     names = ", ".join(s.function or "map" for s in serial)
     cores = max(os.cpu_count() or 1, 1)
     return _variant(
@@ -121,7 +162,9 @@ def _variant(
 
     def failed(exc: BaseException) -> None:
         ended = isinstance(exc, StopIteration) or type(exc).__name__ == "OutOfRangeError"
-        variant.errors.append("the variant's iterator reached its end" if ended else _error(exc))
+        variant.errors.append(
+            "the variant's iterator reached its end" if ended else error_line(exc)
+        )
         off()
 
     def on() -> None:
@@ -131,7 +174,7 @@ def _variant(
             try:
                 made.append(iter(build()))
             except Exception as exc:
-                variant.errors.append(_error(exc))
+                variant.errors.append(error_line(exc))
                 return
         install()
 

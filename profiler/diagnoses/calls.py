@@ -21,9 +21,14 @@ LOOPED = {
     "evaluate": "model.evaluate",
     "test_on_batch": "model.test_on_batch",
 }
-#: A loop: at least this many calls, of at most this many samples each on average.
+#: A loop: at least this many calls, of at most this many samples each on average (one batch
+#: of predict's and evaluate's default batch size: the call's pipeline and callbacks are set up
+#: for one batch; a GAN's generator.predict on 16 samples took 132 ms of a 165 ms iteration,
+#: predict_on_batch made the iteration 5.5x faster, measured without the profiler).
 MIN_CALLS = 20
-MAX_SAMPLES = 8
+MAX_SAMPLES = 32
+#: The one-batch call without the per-call set-up, for each looped method.
+ON_BATCH = {"predict": "model.predict_on_batch", "evaluate": "model.test_on_batch"}
 #: ... that together take at least this share of the script's wall time.
 MIN_SHARE_PCT = 10
 
@@ -56,9 +61,10 @@ def call_facts(f: dict[str, Any], trace: Any) -> None:
     # The calls' time over the training steps: comparable with the per-step findings' costs.
     f["loop_cost_per_step_us"] = c["ms"] * 1e3 / max(steps, 1)
     direct = "model(x, training=False)" if name.startswith("predict") else "the metrics by hand"
+    batch = f"{ON_BATCH[name]}(x) or " if name in ON_BATCH else ""
     f["loop_fix"] = (
-        f"Call {LOOPED[name]} once on all the samples (it batches them itself), or in a loop "
-        f"over single samples use {direct}: {LOOPED[name]} builds a data pipeline and its "
+        f"Call {LOOPED[name]} once on all the samples (it batches them itself), or, for one "
+        f"batch a call, use {batch}{direct}: {LOOPED[name]} builds a data pipeline and its "
         "callbacks on every call"
     )
 

@@ -62,9 +62,11 @@ class Diagnosis:
     message: str
     fix: str
     cost_us: float | None = None
+    #: The advice was measured on the user's loop and did not help: ``fix`` says so instead.
+    refuted: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "rule": self.rule,
             "subject": self.subject,
             "name": self.name,
@@ -72,6 +74,9 @@ class Diagnosis:
             "fix": self.fix,
             "cost_us": round(self.cost_us, 3) if self.cost_us is not None else None,
         }
+        if self.refuted:
+            out["refuted"] = True
+        return out
 
 
 def evaluate(rules: Iterable[Rule], subject: str, facts: Iterable[Facts]) -> list[Diagnosis]:

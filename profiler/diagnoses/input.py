@@ -3,10 +3,14 @@
 Place in the pipeline: analysis (pure), part of the performance diagnoses
 (``profiler.diagnoses.performance``). ``input_facts`` reads the attribution's input parts
 (``feed_fetch.data_ops``: tf.data's iterator kernels inside the step, from the framework trace;
-``feed_fetch.input``: a tf.data iterator's ``next`` between a loop's calls, from the hooks) and
+``feed_fetch.input``: a tf.data iterator's ``next`` between a loop's calls, from the hooks;
+``feed_fetch.input_python``: the native call waiting for the script's Python that tf.data runs on
+its own threads, a generator's or a ``py_function``'s, from the samples) and
 the structure of the pipeline the script iterated (``script.pipelines``, recorded by
 ``profiler.capture.script.pipeline``), and builds the fix from what that pipeline lacks: only
-the changes that apply to it, each naming the stage it changes.
+the changes that apply to it, each naming the stage it changes. ``cpu_facts`` reads the timed
+window's CPU (``profiler.analysis.threads``): a pipeline that keeps up with the steps can still
+take the cores from the model's kernels (``cpu_competition``).
 """
 
 from __future__ import annotations
@@ -14,19 +18,31 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from profiler.analysis import sampling
+from profiler.analysis import threads as core_use
 from profiler.diagnoses.engine import Facts, Rule
 
 #: Attribution parts that are a step waiting for its input.
-INPUT_PARTS = ("feed_fetch.data_ops", "feed_fetch.input")
+INPUT_PARTS = ("feed_fetch.data_ops", "feed_fetch.input", "feed_fetch.input_python")
 #: Sources whose elements are already in memory: caching after an expensive map costs nothing
 #: beyond the mapped data's size.
 IN_MEMORY = frozenset({"from_tensor_slices", "from_tensors", "range"})
 #: A step waiting this share of its time for input is input-bound.
 INPUT_BOUND_PCT = 30
+#: CPU competition (``cpu_competition``): the process kept at least this share of its cores
+#: busy in the timed window (or the machine all its cores, other processes included), and the
+#: threads other than the script's, beyond the kernels' time, used at least ``COMPETING_SHARE``
+#: of them. Set on the Keras weather example on 2 cores (caching its windows made an epoch 1.9x
+#: faster) and tests/test_threads.py's heavy parallel map.
+BUSY_SHARE = 0.8
+#: The file names of Keras's data adapters (``array_data_adapter.py``, ``py_dataset_adapter.py``).
+KERAS_ADAPTER = "adapter.py:"
+COMPETING_SHARE = 0.25
 
 
 def input_facts(f: dict[str, Any], parts: Mapping[str, float], trace: Any) -> None:
     """``input_us``/``input_pct``, the pipeline in words and the fix that applies to it."""
+    cpu_facts(f, trace)
     waits = [parts[p] for p in INPUT_PARTS if p in parts]
     step = f["step_us"]
     if not waits or not step:
@@ -42,7 +58,7 @@ def input_facts(f: dict[str, Any], parts: Mapping[str, float], trace: Any) -> No
     epochs = ((trace.script or {}).get("fit") or {}).get("epochs")
     if not epochs and pipe.get("iterations"):
         epochs = pipe["iterations"]
-    f["input_fix"] = fixes(pipe, f["input_us"], f["rest_us"], epochs)
+    f["input_fix"] = fixes(pipe, f["input_us"], f["rest_us"], epochs, _sampled_python(parts, trace))
 
 
 def describe(stages: Sequence[Mapping[str, Any]]) -> str:
@@ -64,7 +80,18 @@ def describe(stages: Sequence[Mapping[str, Any]]) -> str:
     return " -> ".join(out)
 
 
-def fixes(pipe: Mapping[str, Any], input_us: float, rest_us: float, epochs: Any) -> str:
+def _sampled_python(parts: Mapping[str, float], trace: Any) -> str:
+    """The script's own functions tf.data's threads were sampled in, where that Python is part
+    of the input wait (``feed_fetch.input_python``); "" otherwise."""
+    rec = trace.phase("sampled") if "feed_fetch.input_python" in parts else None
+    if rec is None or not rec.samples:
+        return ""
+    return ", ".join(sampling.analyse(rec.samples, top=0).input_functions)
+
+
+def fixes(
+    pipe: Mapping[str, Any], input_us: float, rest_us: float, epochs: Any, python: str = ""
+) -> str:
     """The changes that apply to this pipeline, most effective first.
 
     Measured on this machine (tests/realworld/tf_data_input_bound.py, 2 cores, TensorFlow
@@ -113,6 +140,21 @@ def fixes(pipe: Mapping[str, Any], input_us: float, rest_us: float, epochs: Any)
             f"prepared while this step computes (up to {saving:,.0f} µs a step: the smaller of "
             f"the input wait, {input_us:,.0f} µs, and the rest of the step, {rest_us:,.0f} µs)"
         )
+    if not out and kinds[0] == "from_generator":
+        where = python or stages[0].get("python") or stages[0].get("function") or ""
+        return (
+            f"The batches come from Python ({where or 'a generator'}), one at a time on one "
+            f"thread: {input_us:,.0f} µs a step. Do the per-sample work once before training "
+            "(load or decode the data into arrays), or let several workers build batches "
+            "(a Keras PyDataset's workers=N with use_multiprocessing=True), or write it as "
+            "tf.data ops that run in parallel."
+        )
+    if not out and "map" not in kinds:
+        return (
+            f"The input work takes {input_us:,.0f} µs a step against {rest_us:,.0f} µs for the "
+            "rest of the step, in a pipeline without a map to parallelise: read fewer, larger "
+            "records, or prepare the data once before training."
+        )
     if not out:
         return (
             "The pipeline already maps in parallel and prefetches: the input work itself is "
@@ -134,6 +176,80 @@ def _int(v: Any) -> int:
         return 0
 
 
+def cpu_facts(f: dict[str, Any], trace: Any) -> None:
+    """The timed window's core use (``profiler.analysis.threads``) where the script's own
+    tf.data pipeline feeds the steps and maps without a cache after the map (a cached one does
+    its work on the first epoch only): ``busy_cores``, ``cores``, ``busy_share`` (the
+    process's share of its cores, or the machine's of all its cores if larger),
+    ``cores_busy`` (in words), ``competing_cores`` (the cores the pipeline's threads used),
+    ``competing_threads`` (which threads, in words), ``competing_cpu_us`` (their CPU per
+    step), ``competing_us`` (it spread over the cores: the step's wall time it may take from
+    the kernels) and ``cpu_fix``."""
+    pipelines = [p for p in (trace.script or {}).get("pipelines") or [] if not keras_made(p)]
+    cpu, rec = trace.data("timed"), trace.phase("timed")
+    if not pipelines or cpu is None or rec is None or rec.window is None:
+        return
+    kinds = [s["kind"] for s in pipelines[0].get("stages") or []]
+    if "map" not in kinds or "cache" in kinds[len(kinds) - kinds[::-1].index("map") :]:
+        return
+    use = core_use.core_use(cpu, rec.window.n_steps, f.get("compute_us"))
+    if use is None:
+        return
+    f["cores"] = use.cores
+    f["busy_cores"] = use.busy
+    f["busy_share"] = use.saturated_share
+    f["cores_busy"] = f"the process kept {use.busy:.1f} of {use.cores} cores busy"
+    if use.machine is not None and use.saturated_share > use.busy_share:
+        f["cores_busy"] += (
+            f" (the machine {use.machine:.1f} of {use.machine_cores}, other processes included)"
+        )
+    f["competing_cores"] = use.competing
+    f["competing_share"] = use.competing / use.cores
+    f["competing_cpu_us"] = use.competing * use.wall_s * 1e6 / use.steps
+    f["competing_us"] = min(f["competing_cpu_us"] / use.cores, f.get("step_us") or 0.0)
+    f["competing_threads"] = (
+        "tf.data's iterator threads (started after TensorFlow's runtime)"
+        if use.late is not None
+        else "threads other than the script's and beyond the kernels"
+    )
+    f["cpu_fix"] = _cpu_fix(pipelines[0], ((trace.script or {}).get("fit") or {}).get("epochs"))
+
+
+def keras_made(pipe: Mapping[str, Any]) -> bool:
+    """Whether Keras built the pipeline from what fit was given (numpy arrays, a generator, a
+    PyDataset: its data adapters' ``get_tf_dataset``), not the script: a function of a stage is
+    in one of Keras's ``*adapter.py`` modules (``ArrayDataAdapter.get_tf_dataset.<locals>.
+    permutation (array_data_adapter.py:128)`` for fit on arrays)."""
+    return any(KERAS_ADAPTER in str(s.get("function", "")) for s in pipe.get("stages") or [])
+
+
+def _cpu_fix(pipe: Mapping[str, Any], epochs: Any) -> str:
+    """Prepare the input once (a cache after its last map, or arrays saved before training);
+    fewer parallel calls of its maps on a small machine."""
+    stages = pipe.get("stages") or []
+    kinds = [s["kind"] for s in stages]
+    maps = [i for i, k in enumerate(kinds) if k == "map"]
+    out = []
+    if maps and "cache" not in kinds[maps[-1] + 1 :] and _int(epochs) != 1:
+        name = _name(stages[maps[-1]].get("function", "")) or "fn"
+        times = f" instead of {_int(epochs)} times" if _int(epochs) > 1 else ""
+        out.append(
+            f"prepare the input once: .cache() right after map({name}) (the windowing or "
+            f"per-element work then runs on the first epoch only{times}), or build the prepared "
+            "arrays once and save them"
+        )
+    else:
+        out.append(
+            "prepare the input once before training: build the prepared arrays and save them"
+        )
+    if any(stages[i].get("parallel") for i in maps) or pipe.get("auto_parallel"):
+        out.append(
+            "on a machine this small, fewer parallel calls of its maps (num_parallel_calls=1 or 2 "
+            "instead of AUTOTUNE) leave the kernels their cores"
+        )
+    return "; ".join(out)[0].upper() + "; ".join(out)[1:] + "."
+
+
 def not_input_bound(f: Facts) -> bool:
     """Whether the step is not mostly waiting for input (overhead advice applies then)."""
     return (f.get("input_pct") or 0) < INPUT_BOUND_PCT
@@ -149,5 +265,27 @@ RULES: tuple[Rule, ...] = (
         "({input_us:,.0f} µs) waits for the next batch from tf.data. The pipeline: {pipeline}.",
         fix="{input_fix}",
         cost="input_us",
+    ),
+    Rule(
+        id="cpu_competition",
+        subject="workload",
+        needs=(
+            "label",
+            "cores_busy",
+            "busy_share",
+            "competing_threads",
+            "competing_cores",
+            "competing_share",
+            "competing_cpu_us",
+            "competing_us",
+            "cpu_fix",
+        ),
+        when=lambda f: f["busy_share"] >= BUSY_SHARE and f["competing_share"] >= COMPETING_SHARE,
+        message="{label} shares the cores with its input pipeline: during the timed steps "
+        "{cores_busy}; {competing_threads} used {competing_cores:.1f} core-seconds per second "
+        "({competing_cpu_us:,.0f} µs of CPU a step): tf.data's input pipeline shares the cores "
+        "with the model's kernels.",
+        fix="{cpu_fix}",
+        cost="competing_us",
     ),
 )

@@ -167,6 +167,14 @@ class SampledData:
 # --- lines --------------------------------------------------------------------------------------
 
 
+#: How to read the lines phase's figures (``LinesData.note``), shown with every table.
+INFLATION_NOTE = (
+    "line_profiler slows the Python lines it traces (~1.6x measured on BaseSession._run) but "
+    "not the native calls they make: shares of Python lines are overstated. Hits count line "
+    "events: a statement spanning several lines can count more than once per execution."
+)
+
+
 @dataclass(frozen=True, slots=True)
 class LinesData:
     """The lines phase's set-up (its rows are the record's ``lines``).
@@ -455,7 +463,8 @@ class WhatIfData:
     not_run: tuple[tuple[str, str], ...] = ()
 
 
-#: The record class each phase's ``PhaseRecord.data`` holds (the timed phase records none).
+#: The record class each phase's ``PhaseRecord.data`` holds (the timed phase's, ``ThreadCpu``, is
+#: added below its class).
 PHASE_DATA: dict[str, type] = {
     "sampled": SampledData,
     "lines": LinesData,
@@ -464,4 +473,51 @@ PHASE_DATA: dict[str, type] = {
     "whatif": WhatIfData,
 }
 
-PhaseData = SampledData | LinesData | FrameworkData | HooksData | WhatIfData
+
+# --- timed: CPU time of the process's threads ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadCpu:
+    """The CPU time the process's threads used during the timed window
+    (``profiler.capture.threads``): two reads, at the window's first and last boundary.
+
+    Attributes:
+        wall_ns: the window's wall time between the two reads.
+        process_cpu_ns: the whole process's CPU time (user + system), every thread, those that
+            ended during the window included.
+        main_cpu_ns: the script's thread's (the main thread, which runs the steps).
+        other_cpu_ns: every other thread's: ``process_cpu_ns - main_cpu_ns``.
+        by_name: the other threads' CPU by thread name (``/proc/self/task/*/comm``, at clock-tick
+            resolution): TensorFlow's intra-op pool is ``tf_Compute``; tf.data's and most of
+            TensorFlow's other threads keep the name they inherit (``python``).
+        threads: threads alive at the end of the window.
+        cpu_count: ``os.cpu_count()``.
+        usable_cpus: the cores the process may run on (``len(os.sched_getaffinity(0))``).
+        python_threads_cpu_ns: the other threads Python's ``threading`` started (the
+            profiler's own, the script's), at clock-tick resolution: not TensorFlow's.
+        late_cpu_ns: the other threads started after TensorFlow's runtime started its pools
+            (``profiler.capture.threads.RUNTIME_TICKS``), or ended during the window, Python's
+            aside: tf.data's iterator threads (an iterator starts its own, each epoch of
+            ``fit`` a new one; they end with it), where the runtime's pools run the kernels.
+            None: no TensorFlow runtime thread was found.
+        machine_busy_ns: every core's time not idle (``/proc/stat``: this process and every
+            other), summed over the cores; None where not read.
+    """
+
+    wall_ns: int
+    process_cpu_ns: int
+    main_cpu_ns: int
+    other_cpu_ns: int
+    by_name: dict[str, int]
+    threads: int
+    cpu_count: int
+    usable_cpus: int
+    machine_busy_ns: int | None = None
+    python_threads_cpu_ns: int = 0
+    late_cpu_ns: int | None = None
+
+
+PHASE_DATA["timed"] = ThreadCpu
+#: The timed phase's record: its threads' CPU time (a script's timed window; none elsewhere).
+PhaseData = SampledData | LinesData | FrameworkData | HooksData | WhatIfData | ThreadCpu

@@ -37,8 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from profiler.model.records import PHASE_DATA, PhaseData
+from profiler.model.text import shown
 
-#: Every step's wall time is split into these causes (README, "Categories").
+#: Every step's wall time is split into these causes (profiler/docs/measuring.md, "Categories").
 CATEGORIES: tuple[str, ...] = (
     "compute",
     "dispatch",
@@ -155,6 +156,29 @@ class Gap:
     start_ns: int
     dur_ns: int
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceBlock:
+    """A few uninstrumented steps of a script run between two phases' windows.
+
+    Each instrumented window so has an uninstrumented neighbour taken at nearly the same moment
+    (A B A B): its figures are scaled against that neighbour's step time, never against a
+    window measured a minute earlier, and the blocks' medians across the run say how much the
+    machine's speed varied (``profiler.analysis.stats.drift``).
+
+    Attributes:
+        segment: the block's back-to-back steps.
+        after: the phase whose window (and its own extra steps) ended just before it.
+        before: the phase whose window comes next ("" when none followed: the script ended,
+            or only the what-ifs, which alternate their own blocks, came after).
+        repeat: which run of a script took it (0: the first).
+    """
+
+    segment: Segment
+    after: str = ""
+    before: str = ""
+    repeat: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +339,8 @@ class WorkloadTrace:
         error: for a failed workload, the tail of the error.
         script: for a user's script (``profiler.capture.script``): how it ran, how its steps were
             detected and how it ended (plain JSON types); empty for a registered workload.
+        references: a script's uninstrumented reference blocks between the phases' windows,
+            in step order (``ReferenceBlock``); none for a registered workload.
     """
 
     workload: str
@@ -329,6 +355,7 @@ class WorkloadTrace:
     status: str = OK
     error: str = ""
     script: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    references: tuple[ReferenceBlock, ...] = ()
 
     def phase(self, name: str) -> PhaseRecord | None:
         for p in self.phases:
@@ -400,7 +427,13 @@ def _unpack_segment(data: dict[str, Any]) -> Segment:
 
 
 def to_jsonable(obj: Any) -> Any:
-    """Convert a model object (recursively) to dicts, lists and scalars."""
+    """Convert a model object (recursively) to dicts, lists and scalars.
+
+    Strings (keys too) pass through ``text.shown``: a script's undecodable file name or
+    exception message leaves the process as text any writer can encode.
+    """
+    if isinstance(obj, str):
+        return shown(obj)
     if isinstance(obj, Segment):
         return _pack_segment(obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -408,7 +441,7 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
     if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
+        return {shown(str(k)): to_jsonable(v) for k, v in obj.items()}
     return obj
 
 

@@ -34,7 +34,7 @@ from profiler.capture.loop import Params, WorkloadSpec
 from profiler.model import FAILED, OK, PhaseRecord, Segment, Window, WorkDecl, WorkloadTrace
 from profiler.model.records import ClockAlignment, FrameworkData, ProfilerSession, SpanCount
 from profiler.processes import rundir
-from profiler.processes.runner import MODEL_FILE, RunOptions, WorkloadOutcome
+from profiler.processes.launch import MODEL_FILE, RunOptions, WorkloadOutcome
 
 ADDRESS = re.compile(r"^grpc://(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(?P<port>\d{1,5})$")
 #: Seconds to wait for each address to accept a connection before the capture.
@@ -90,6 +90,17 @@ def check_reachable(addresses: list[Address], timeout_s: float = CONNECT_S) -> N
                 f"{a.url} does not answer ({why}): is its profiler server started "
                 "(tf.profiler.experimental.server.start(port)) and the address reachable?"
             ) from None
+
+
+def check_tensorflow() -> None:
+    """CaptureError where TensorFlow is not installed: its profiler client does the capture."""
+    import importlib.util
+
+    if importlib.util.find_spec("tensorflow") is None:
+        raise CaptureError(
+            "capturing a running worker needs TensorFlow's profiler client, and TensorFlow is "
+            "not installed in this environment (install tensorflow, or the package's tf extra)"
+        )
 
 
 def trace(addresses: list[Address], duration_ms: int, logdir: Path) -> list[Path]:

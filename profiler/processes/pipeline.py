@@ -22,8 +22,9 @@ from typing import Any
 
 from profiler import lifetime
 from profiler.analysis.run import RunAnalysis, analyse
-from profiler.processes import env, rundir
-from profiler.processes.runner import RunOptions, WorkloadOutcome, run_all, run_process
+from profiler.processes import crash, env, rundir
+from profiler.processes.launch import RunOptions, WorkloadOutcome, run_process
+from profiler.processes.runner import run_all
 from profiler.reports import summary
 
 EXIT_OK = 0
@@ -93,7 +94,7 @@ def run_experiments(opts: RunOptions, run_dir: Path) -> dict[str, Any] | None:
 def run_seed_whatifs(opts: RunOptions, out: Path) -> dict[str, Any]:
     """The seed TF1 script, verbatim, run with its what-ifs (a run of its own under ``out``):
     its what-ifs as the summary has them, with the process's status."""
-    from profiler import cli
+    from profiler.processes import options
     from profiler.workloads import casestudy
 
     script = Path(__file__).resolve().parents[2] / casestudy.SEED_SCRIPT
@@ -103,11 +104,11 @@ def run_seed_whatifs(opts: RunOptions, out: Path) -> dict[str, Any]:
     tokens = [*casestudy.SEED_SCRIPT_ARGS, "--no-progress", "--out", str(out)]
     tokens += ["--timeout", str(opts.timeout_s)]
     try:
-        sub = execute(cli.parse_run(tokens, [str(script)]))
+        sub = execute(options.parse_run(tokens, [str(script)]))
         if sub.status == "interrupted":
             raise KeyboardInterrupt  # the case study's run stops here too
         doc = json.loads((sub.run_dir / "summary.json").read_text())
-    except (OSError, ValueError, cli.UsageError, rundir.RunDirError) as exc:
+    except (OSError, ValueError, options.UsageError, rundir.RunDirError) as exc:
         return {**entry, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
     workloads = doc.get("workloads") or [{}]
     status = "ok" if workloads[0].get("status") == "ok" else "failed"
@@ -144,13 +145,26 @@ def _measure(
         pass
     if proc.timed_out:
         raw.update(status="timeout", error=f"timed out after {opts.timeout_s:g} s")
-    elif proc.returncode != 0:
-        err_path = workdir / "error.txt"
-        err = err_path.read_text() if err_path.exists() else ""
-        raw.update(status="failed", error=err.strip() or f"exited with {proc.returncode}")
+    elif proc.returncode:
+        raw.update(status="failed", error=_failure(workdir, proc.returncode))
     else:
         raw.update(status="ok", error="")
     return raw, round(proc.wall_ns / 1e9, 3)
+
+
+def _failure(workdir: Path, returncode: int) -> str:
+    """Why a measurement process ended with ``returncode``, in a workload's words
+    (``launch.one_run``): a signal first (``killed by signal 9 (SIGKILL)``, with the frame of
+    a native crash and its dump), then its ``error.txt``."""
+    err_path = workdir / "error.txt"
+    err = err_path.read_text(errors="replace").strip() if err_path.exists() else ""
+    if returncode > 0:
+        return err or f"exited with status {returncode}"
+    outside = crash.killed_by(-returncode)
+    native = crash.read(workdir / "stderr.log")
+    if native is not None:
+        outside, err = f"{outside} {native.where()}", native.dump()
+    return f"{outside}\n{err}".strip()
 
 
 def run_efficiency(
@@ -299,10 +313,15 @@ def finish(
     experiments: dict[str, Any] | None = None,
     efficiency: dict[str, Any] | None = None,
 ) -> RunResult:
-    """Analyse, write every output and rename the folder from ``.partial`` (``latest`` moves)."""
+    """Analyse, write every output and rename the folder from ``.partial`` (``latest`` moves).
+
+    The run is ``failed`` when a workload, or the experiments or efficiency process, did not
+    end ``ok`` (each says why in its ``error``): exit status 1."""
     info = started.info
     info.finished = time.time()
-    info.status = "ok" if all(o.status == "ok" for o in outcomes) else "failed"
+    processes = [p for p in (experiments, efficiency) if p is not None]
+    ok = all(o.status == "ok" for o in outcomes) and all(p["status"] == "ok" for p in processes)
+    info.status = "ok" if ok else "failed"
     analysis, doc = _render(
         started.partial, info, outcomes, started.environment, experiments, efficiency
     )
@@ -337,39 +356,53 @@ def execute(opts: RunOptions, now: float | None = None) -> RunResult:
 
 
 def collected(run_dir: Path, opts: RunOptions) -> list[WorkloadOutcome]:
-    """Outcomes for the workloads that left a trace before an interruption (marked partial)."""
-    from profiler.processes.runner import load_trace
+    """Outcomes for the workloads that left a trace before an interruption (marked partial);
+    a job's script (``--workers N``) as each of its workers, named as ``run_all`` names them."""
+    from profiler.capture.script.spec import ScriptSpec
+    from profiler.processes import workers
+    from profiler.processes.launch import load_trace
 
     out = []
     for spec in opts.workloads:
         slug = rundir.slug(spec.name)
-        path = run_dir / "workloads" / slug / "model.json.gz"
-        if not path.exists():
-            continue
-        try:
-            trace = load_trace(path)
-        except (OSError, ValueError, TypeError, KeyError):
-            continue
-        status = "ok" if trace.status == "ok" else "failed"
-        error = "" if status == "ok" else "interrupted before it finished"
-        out.append(WorkloadOutcome(spec, slug, status, trace, error, params=opts.params[spec.name]))
+        found = [(spec, slug)]
+        if isinstance(spec, ScriptSpec) and opts.workers > 1:
+            found = [
+                (workers.as_worker(spec, i, opts.workers), workers.worker_slug(slug, i))
+                for i in range(opts.workers)
+            ]
+        for one, one_slug in found:
+            path = run_dir / "workloads" / one_slug / "model.json.gz"
+            if not path.exists():
+                continue
+            try:
+                trace = load_trace(path)
+            except (OSError, ValueError, TypeError, KeyError):
+                continue
+            status = "ok" if trace.status == "ok" else "failed"
+            error = "" if status == "ok" else "interrupted before it finished"
+            params = opts.params[spec.name]
+            out.append(WorkloadOutcome(one, one_slug, status, trace, error, params=params))
     return out
 
 
 def rerender(run_dir: Path) -> dict[str, Any]:
-    """Write every output of a finished run again from its data: the report from
-    ``summary.json`` (validated; ``summary.SummaryError`` if it does not match its schema), the
-    per-workload artefacts from each workload's saved trace. Returns the summary."""
-    from profiler.processes.runner import outcome_from_summary
+    """Write every output of a finished run again from its data (the report, the Chrome traces,
+    TensorBoard's event files, the flame graphs and line tables): the report from
+    ``summary.json`` (read by ``summary.load``, as ``compare`` reads it: ``summary.SummaryError``
+    if it is not a valid summary), the per-workload artefacts from each workload's saved trace.
+    Returns the summary."""
+    from profiler.processes.launch import outcome_from_summary
     from profiler.reports import artefacts
 
-    doc = json.loads((run_dir / "summary.json").read_text())
-    summary.validate(doc)
+    doc = summary.load(run_dir / "summary.json")
     outcomes = []
     for entry in doc.get("workloads", []):
         path = run_dir / "workloads" / entry["slug"] / "model.json.gz"
         if path.is_file():
             outcomes.append(outcome_from_summary(entry, path))
     artefacts.write_all(run_dir, analyse(outcomes).workloads)
+    for problem in write_efficiency_scalars(run_dir, doc):
+        print(f"warning: {problem}", file=sys.stderr)
     write_report(run_dir, doc)
     return doc

@@ -5,7 +5,7 @@ through ``atomic_write_*`` (temporary file in the same folder, fsync, ``os.repla
 run is complete the folder is renamed to ``runs/<id>/`` and ``runs/latest`` is swapped to it in
 one ``os.replace`` of a symlink. A reader never sees a half-written file or a half-made run.
 
-Layout of a run (README, "The run folder")::
+Layout of a run (profiler/docs/outputs.md, "The run folder")::
 
     runs/<YYYYmmdd-HHMMSS>[-n]/
         summary.json  report.html
@@ -45,7 +45,8 @@ def slug(name: str) -> str:
     cleaned = _UNSAFE.sub("_", name).strip("._-")[:60]
     if cleaned == name and name not in (".", "..") and name:
         return name
-    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
+    # surrogatepass: a name holding lone surrogates (undecodable bytes) still hashes, uniquely.
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{cleaned or 'workload'}-{digest}"
 
 

@@ -2,7 +2,7 @@
 
 Place in the pipeline: ``profiler.processes.runner.run_all`` hands a script to ``run_job``
 when ``RunOptions.workers`` is above 1. The job starts N processes of the same, unmodified
-script, each profiled as a single script is (``runner._one_run``: same phases, its own folder
+script, each profiled as a single script is (``launch.one_run``: same phases, its own folder
 ``workloads/<script>-worker-<i>/`` and TensorBoard run), each given the ``TF_CONFIG`` of task
 ``i`` of a cluster of N workers on 127.0.0.1 (``MultiWorkerMirroredStrategy`` reads it).
 
@@ -16,7 +16,11 @@ Faults: a worker that fails stops the job. The others (which would wait in a col
 it forever) get ``STOP_GRACE_S`` to end on their own, then SIGTERM (what they measured is
 kept), then SIGKILL. A job in which no worker finished a step for ``STALL_S`` (``--worker-stall
 S``; a hung worker hangs the others at the next all-reduce) is stopped the same way and each
-worker is recorded as hung. The namespace's holder process goes with the job.
+worker is recorded as hung. The namespace's holder process goes with the job. Ctrl-C or SIGTERM
+to the profiler stops every worker at once (SIGTERM, SIGKILL after 5 s), and the partial run
+holds each worker's last record (``pipeline.collected``). A MultiWorkerMirroredStrategy worker
+does not see that SIGTERM (TensorFlow's preemption notifier takes the signal once the strategy
+exists: TF 2.21), so its last record is the one written after its last phase.
 
 TensorFlow's own fault: on a non-chief worker (task 1 and up) of a MultiWorkerMirroredStrategy
 job, ``tf.profiler.experimental.stop`` crashes the process now and then (TF 2.21 here: SIGSEGV
@@ -28,6 +32,8 @@ task 0). A job that ends so is started again from the beginning (``JOB_ATTEMPTS`
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import threading
@@ -41,7 +47,7 @@ from profiler import lifetime
 from profiler.capture.loop import Params
 from profiler.capture.script.spec import ScriptSpec
 from profiler.model import FAILED, OK
-from profiler.processes import runner
+from profiler.processes import launch, orphans
 
 #: Seconds the other workers get to end by themselves once one failed.
 STOP_GRACE_S = 10.0
@@ -119,6 +125,7 @@ class Namespace:
                 )
             except OSError as exc:
                 return None, f"unshare is not available ({exc.strerror or exc})"
+            orphans.started(proc.pid)  # the job's own: never a script's left-over
             assert proc.stdout is not None
             line = proc.stdout.readline()
             if line.strip() == b"ready":
@@ -171,7 +178,7 @@ class _Watch:
             for i in running:
                 self.stopped.setdefault(i, why(i))
         for proc in procs.values():
-            threading.Thread(target=runner._kill_group, args=(proc, 5.0), daemon=True).start()
+            threading.Thread(target=launch.kill_group, args=(proc, 5.0), daemon=True).start()
 
 
 def _same(text: str) -> Callable[[int], str]:
@@ -185,7 +192,19 @@ def worker_name(spec: ScriptSpec, index: int) -> str:
     return f"{spec.name} worker {index}"
 
 
-def profiler_crash(outcomes: list[runner.WorkloadOutcome]) -> int | None:
+def as_worker(spec: ScriptSpec, index: int, count: int) -> ScriptSpec:
+    """The script as worker ``index`` of a job of ``count``: its name and title in the run."""
+    return replace(
+        spec, name=worker_name(spec, index), title=f"{spec.title} (worker {index} of {count})"
+    )
+
+
+def worker_slug(slug: str, index: int) -> str:
+    """Worker ``index``'s folder under ``workloads/`` and ``tensorboard/`` of a job's ``slug``."""
+    return f"{slug}-worker-{index}"
+
+
+def profiler_crash(outcomes: list[launch.WorkloadOutcome]) -> int | None:
     """The worker that TensorFlow crashed inside the framework phase (its profiler's stop), if
     any: a fault of TensorFlow, not of the script (module docstring)."""
     for i, o in enumerate(outcomes):
@@ -197,11 +216,11 @@ def profiler_crash(outcomes: list[runner.WorkloadOutcome]) -> int | None:
 def run_job(
     spec: ScriptSpec,
     params: Params,
-    opts: runner.RunOptions,
+    opts: launch.RunOptions,
     run_dir: Path,
     slug: str,
-    progress: runner.Progress,
-) -> list[runner.WorkloadOutcome]:
+    progress: launch.Progress,
+) -> list[launch.WorkloadOutcome]:
     """Run ``opts.workers`` workers of ``spec`` together; one outcome per worker, in order.
 
     A job whose worker TensorFlow crashed inside its profiler is started again, up to
@@ -217,35 +236,61 @@ def run_job(
         kept = run_dir / "retried" / f"attempt-{attempt}"
         for sub in ("workloads", "tensorboard"):
             for i in range(opts.workers):
-                src = run_dir / sub / f"{slug}-worker-{i}"
+                src = run_dir / sub / worker_slug(slug, i)
                 if src.exists():
                     (kept / sub).mkdir(parents=True, exist_ok=True)
                     src.rename(kept / sub / src.name)
         notes.append(
             f"the job was started again: in attempt {attempt}, worker {crashed} was "
             f"{outcomes[crashed].error.splitlines()[0]}, a fault of TensorFlow's profiler on a "
-            f"multi-worker job's non-chief workers (README); its files are in "
+            f"multi-worker job's non-chief workers (profiler/docs/tensorflow.md); its files are in "
             f"retried/attempt-{attempt}/"
         )
         outcomes = _attempt(spec, params, opts, run_dir, slug, progress)
     return [_with_notes(o, notes) for o in outcomes]
 
 
-def _with_notes(o: runner.WorkloadOutcome, added: list[str]) -> runner.WorkloadOutcome:
+def _with_notes(o: launch.WorkloadOutcome, added: list[str]) -> launch.WorkloadOutcome:
     if not added or o.trace is None or not o.trace.script:
         return o
     notes = [*o.trace.script.get("notes", []), *added]
     return replace(o, trace=replace(o.trace, script={**o.trace.script, "notes": notes}))
 
 
+def _stop_together(procs: list[subprocess.Popen[bytes]], grace_s: float) -> None:
+    """SIGTERM every worker at once, SIGKILL what is left after ``grace_s`` (at once on a second
+    Ctrl-C, which is then re-raised).
+
+    At once, because one after the other a later worker loses its peer in the middle of an
+    all-reduce and fails in it (``Socket closed``, recorded as the script's own error) before
+    its turn comes; and the job stops in one grace, not one per worker."""
+    threads = [
+        threading.Thread(target=launch.kill_group, args=(p, grace_s), daemon=True) for p in procs
+    ]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            t.join()
+    except KeyboardInterrupt:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for p in procs:
+            p.wait()
+        raise
+
+
 def _attempt(
     spec: ScriptSpec,
     params: Params,
-    opts: runner.RunOptions,
+    opts: launch.RunOptions,
     run_dir: Path,
     slug: str,
-    progress: runner.Progress,
-) -> list[runner.WorkloadOutcome]:
+    progress: launch.Progress,
+) -> list[launch.WorkloadOutcome]:
     """One start of the job's workers, to their end."""
     n = opts.workers
     stall_s = float(opts.options.get("worker_stall_s") or STALL_S)
@@ -264,22 +309,21 @@ def _attempt(
     # samples without pausing it: paused by ptrace for each sample, a worker crashed here in
     # TensorFlow's profiler start that followed (SIGSEGV, free(): invalid pointer; 1 run in 4).
     opts = replace(opts, options={"sample_nonblocking": True, **opts.options, "job_worker": True})
-    outcomes: list[runner.WorkloadOutcome | None] = [None] * n
+    outcomes: list[launch.WorkloadOutcome | None] = [None] * n
     phases = [p for p in opts.phases]
 
     def one(i: int) -> None:
-        name = worker_name(spec, i)
-        wspec = replace(spec, name=name, title=f"{spec.title} (worker {i} of {n})")
-        launch = runner.Launch(
+        wspec = as_worker(spec, i, n)
+        how = launch.Launch(
             prefix=cluster.prefix,
             env={"TF_CONFIG": cluster.tf_config(i)},
             started=watch.started(i),
             steps=watch.stepped(i),
             script={"worker": cluster.record(i)},
         )
-        wslug = f"{slug}-worker-{i}"
+        wslug = worker_slug(slug, i)
         try:
-            outcomes[i] = runner._one_run(
+            outcomes[i] = launch.one_run(
                 wspec,
                 params,
                 opts,
@@ -289,10 +333,10 @@ def _attempt(
                 progress,
                 phases,
                 {},
-                launch,
+                how,
             )
         except Exception as exc:  # a worker's failure to start never takes the job down
-            outcomes[i] = runner.WorkloadOutcome(
+            outcomes[i] = launch.WorkloadOutcome(
                 spec=wspec, slug=wslug, status=FAILED, trace=None, error=str(exc), params=params
             )
 
@@ -341,13 +385,12 @@ def _attempt(
     except BaseException:
         with watch.lock:
             procs = list(watch.procs.values())
-        for proc in procs:
-            runner._kill_group(proc, 5.0)
+        _stop_together(procs, 5.0)
         raise
     finally:
         if ns is not None:
             ns.close()
-    out: list[runner.WorkloadOutcome] = []
+    out: list[launch.WorkloadOutcome] = []
     for i, o in enumerate(outcomes):
         assert o is not None
         why = watch.stopped.get(i)

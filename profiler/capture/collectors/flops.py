@@ -15,7 +15,9 @@ Everything here is best effort: a failure returns None, and the phase says so.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from contextlib import AbstractContextManager
 from typing import Any
 
 PEAK_SIZE = 1024
@@ -48,10 +50,22 @@ def graph_flops(graph: Any, run_metadata: Any = None) -> int | None:
 
         opts = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
         opts["output"] = "none"
-        prof = tf.compat.v1.profiler.profile(graph, run_meta=run_metadata, options=opts)
+        # TF's flops registry calls a deprecated TF1 helper: its warning is printed once per
+        # process, so silenced here (not printed and not marked printed) a script that counts
+        # flops itself still gets it.
+        with _deprecation_silenced():
+            prof = tf.compat.v1.profiler.profile(graph, run_meta=run_metadata, options=opts)
         return int(prof.total_float_ops) or None
     except Exception:
         return None
+
+
+def _deprecation_silenced() -> AbstractContextManager[Any]:
+    try:
+        from tensorflow.python.util import deprecation
+    except ImportError:
+        return contextlib.nullcontext()
+    return deprecation.silence()  # type: ignore[no-any-return]
 
 
 def function_flops(function: Any) -> int | None:

@@ -12,8 +12,9 @@ every hooked call they add up to the step's wall time exactly. Inclusive times a
 A ``Target`` declares, as data, which hook points exist (``measured``), how the parts that no
 hook times directly are derived from them (``derived``: a base minus some parts; ``wall`` is the
 step's wall time), the ``partition`` of a step into parts that add up to its wall time exactly,
-and a category hint per part (README, "Categories"; ``native`` is the native call that
-the framework trace's kernel time splits into ``compute`` and ``dispatch``).
+and a category hint per part (profiler/docs/measuring.md, "Categories"; ``native`` is the native
+call
+that the framework trace's kernel time splits into ``compute`` and ``dispatch``).
 """
 
 from __future__ import annotations
@@ -39,12 +40,16 @@ class HookPoint:
         module: the module that holds it.
         attr: ``function`` or ``Class.method`` in that module.
         what: what its time is, in words.
+        required: whether the phase needs it. A TensorFlow without an optional point is timed
+            without it: its accumulator stays at zero, and its time is the self time of the
+            hooked call around it (the phase's record says so).
     """
 
     key: str
     module: str
     attr: str
     what: str
+    required: bool = True
 
 
 @dataclass(frozen=True)
@@ -115,14 +120,27 @@ def _instantiation(
     return max(parts[P.NATIVE] - baseline, 0)
 
 
-def _central(walls: Sequence[int]) -> list[int]:
-    """Indices of the steps whose wall lies between the 10th and 90th percentiles."""
+#: A step whose measured parts exceed its wall by this factor holds work from outside it.
+OVERFULL = 1.2
+
+
+def _central(walls: Sequence[int], measured: Sequence[int] = ()) -> list[int]:
+    """Indices of the steps whose wall lies between the 10th and 90th percentiles, less those
+    whose measured parts (``measured``: the sum of each step's own times) exceed their wall by
+    ``OVERFULL``: a step's timers stay open until the next step's call, so work between two
+    steps (a Keras epoch's validation, built at its last batch: 530 ms of tracing in a 3.6 ms
+    step) lands in one step's parts and the next step's wall; kept, that one row made a
+    quarter of the typical step "tracing"."""
     if not walls:
         return []
     ordered = sorted(walls)
     n = len(ordered)
     lo, hi = ordered[n // 10], ordered[max(n - n // 10 - 1, 0)]
-    return [i for i, w in enumerate(walls) if lo <= w <= hi]
+    central = [i for i, w in enumerate(walls) if lo <= w <= hi]
+    if measured:
+        whole = [i for i in central if measured[i] <= OVERFULL * walls[i]]
+        central = whole or central
+    return central
 
 
 def split(
@@ -153,6 +171,7 @@ def split(
     keys = target.measured
     steps: list[int] = []
     columns: dict[str, list[int]] = {"wall": []}
+    measured: list[int] = []
     calls: dict[str, int] = dict.fromkeys(keys, 0)
     inclusive: dict[str, list[int]] = {k: [] for k in keys}
     baseline = _native_without_traces(target, rows, walls)
@@ -167,6 +186,7 @@ def split(
             inclusive[k].append(v)
         steps.append(step)
         columns["wall"].append(walls[step])
+        measured.append(sum(own))
         for name, v in parts.items():
             columns.setdefault(name, []).append(v)
         for k, c in zip(keys, cnt, strict=True):
@@ -180,7 +200,7 @@ def split(
     ]
     median = {k: median_ns(columns[k]) for k in names if columns.get(k)}
     mean = {k: sum(columns[k]) // n for k in names if columns.get(k)}
-    central_rows = _central(columns["wall"])
+    central_rows = _central(columns["wall"], measured)
     central = {
         k: sum(columns[k][i] for i in central_rows) // max(len(central_rows), 1)
         for k in names

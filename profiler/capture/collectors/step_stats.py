@@ -85,7 +85,7 @@ def write_run_metadata(folder: Path, steps: Iterable[tuple[int, Any]]) -> list[P
     One serialized ``tensorflow.core.protobuf.config_pb2.RunMetadata`` per file, readable with
     ``RunMetadata.FromString(path.read_bytes())`` (``read_run_metadata``).
     """
-    from profiler.processes.rundir import atomic_write_bytes
+    from profiler.model.atomic import atomic_write_bytes
 
     folder.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -11,7 +11,7 @@ The protobuf is TensorFlow's own ``xplane_pb2`` (``tensorflow.tsl.profiler.proto
 unreadable, truncated or marker-less file raises ``XPlaneError`` whose one-line message starts
 with the file's path.
 
-What a capture holds on CPU (TF 2.21, ``host_tracer_level=2``), and how names are normalised so
+What a capture holds on CPU (TF 2.21, ``host_tracer_level=3``), and how names are normalised so
 TF1 sessions, ``tf.function`` and eager steps read alike (``kind`` below; ``KIND_CATEGORY`` gives
 the category of each kind's self time):
 
@@ -34,9 +34,9 @@ Span names are the kind for structural events (``step``, ``function_call``, ``ru
 ``executor``, ``executor_done``) and the normalised op type for kernels and eager ops (``MatMul``
 for ``_MklMatMul``, ``FusedMatMul`` for ``_MklNativeFusedMatMul``): kernels carry category
 ``compute``, eager ops ``dispatch``. Tracks are ``tf/python``, ``tf/compute/0``, ... (thread ids
-replaced by their order of appearance). Only "expensive" kernels are traced by TensorFlow at the
-default level: graphs of tiny ops executed inside nested functions (Keras ``fit``) show few
-kernel events, so their kernel time is a lower bound.
+replaced by their order of appearance). At TensorFlow's default level 2 only "expensive" kernels
+are traced, as its cost model judges them from how fast they ran (a small function on a quiet
+machine showed none); the framework phase asks for level 3, every kernel.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ EVENT_KINDS: dict[str, str] = {
     "ExecutorDoneCallback": "executor_done",
 }
 
-#: Kind -> the category its span's self time belongs to (README, "Categories").
+#: Kind -> the category its span's self time belongs to (profiler/docs/measuring.md, "Categories").
 KIND_CATEGORY: dict[str, str | None] = {
     "step": None,
     "function_call": "python",

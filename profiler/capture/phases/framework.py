@@ -9,7 +9,9 @@ for. ``remove`` stops the profiler, then for TF1 sessions runs a few extra steps
 ``RunOptions(FULL_TRACE)`` (outside the window: they are ~60% slower) and saves their raw
 ``RunMetadata``, and finally parses the capture (``profiler.capture.collectors.xplane``) into spans
 and per-step figures. A capture that cannot be parsed fails the phase with a one-line reason naming
-the file; whatever else was measured is kept and the run goes on.
+the file; whatever else was measured is kept and the run goes on. The log lines TensorFlow writes
+during these calls go to the workload's ``profiler-tf.log``, not the output
+(``profiler.capture.quiet``).
 
 Its record is a ``FrameworkData`` (``profiler.model.records``): the profiler session's cost
 and file, per-step columns of the window and their medians, the clock alignment, the per-op
@@ -29,6 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from profiler.capture import quiet
 from profiler.capture.collectors import flops as flops_mod
 from profiler.capture.collectors import step_stats, xplane
 from profiler.capture.loop import LoopEnded, StepWrapper, WorkloadSpec
@@ -44,10 +47,13 @@ from profiler.model.records import (
     SpanCount,
 )
 
-#: Host level 2 (TF's default) traces the kernels TensorFlow deems expensive; level 3 added only
-#: a few cheap ones here and slowed Keras steps further; python_tracer_level=1 yields nothing
-#: on this TF; no device tracer on a CPU-only build.
-PROFILER_OPTIONS = {"host_tracer_level": 2, "python_tracer_level": 0, "device_tracer_level": 0}
+#: Host level 3: every kernel. Level 2 (TF's default) traces only the kernels TensorFlow's cost
+#: model deems expensive, which depends on how fast they ran: on a quiet machine a small
+#: tf.function's kernels were all cheap and the capture held none (compute "0", the step
+#: called Python-bound), under load the same kernels were traced. Level 3 slows a Keras step
+#: more, which the framework window's own step (its shares) absorbs. python_tracer_level=1
+#: yields nothing on this TF; no device tracer on a CPU-only build.
+PROFILER_OPTIONS = {"host_tracer_level": 3, "python_tracer_level": 0, "device_tracer_level": 0}
 #: TF1 steps run with ``RunOptions(FULL_TRACE)`` after the window, unless options say otherwise.
 FULL_TRACE_STEPS = 20
 #: Bounds of the capture window in training steps (a unit may hold several).
@@ -102,15 +108,16 @@ class FrameworkPhase(Phase):
             raise PhaseUnavailable(f"TensorFlow is not importable ({exc})") from None
         ctx.tensorboard_dir.mkdir(parents=True, exist_ok=True)
         self._before = _xplanes(ctx.tensorboard_dir)
-        t0 = ctx.clock()
         try:
-            _start_profiler(ctx.tensorboard_dir)
+            with quiet.held(ctx.workload_dir):
+                t0 = ctx.clock()
+                _start_profiler(ctx.tensorboard_dir)
+                self._start_ns = ctx.clock() - t0
         except tf.errors.AlreadyExistsError:
             raise PhaseUnavailable(
                 "another TensorFlow profiler session is running in this process; stop it "
                 "(tf.profiler.experimental.stop) or leave out the framework phase"
             ) from None
-        self._start_ns = ctx.clock() - t0
         self._running = True
 
     def window_steps(self, ctx: PhaseContext, proposed: int) -> int:
@@ -146,9 +153,10 @@ class FrameworkPhase(Phase):
 
     def remove(self, ctx: PhaseContext, window: Window) -> PhaseRecord:
         self._running = False
-        t0 = ctx.clock()
-        _stop_profiler()
-        stop_ns = ctx.clock() - t0
+        with quiet.held(ctx.workload_dir):
+            t0 = ctx.clock()
+            _stop_profiler()
+            stop_ns = ctx.clock() - t0
         new = sorted(_xplanes(ctx.tensorboard_dir) - self._before, key=os.path.getmtime)
         run_dir = ctx.tensorboard_dir.parent.parent
         session = ProfilerSession(
@@ -192,10 +200,12 @@ class FrameworkPhase(Phase):
                 xplane_ops=len(table.rows) + table.rows_omitted,
                 step_stats_ops=len(stats_table.rows) + stats_table.rows_omitted,
             )
-        flops, flops_source = self._flops(ctx)
+        with quiet.held(ctx.workload_dir):
+            flops, flops_source = self._flops(ctx)
+            peak_gflops = flops_mod.peak_gflops()
         data = dataclasses.replace(
             data,
-            peak_gflops=flops_mod.peak_gflops(),
+            peak_gflops=peak_gflops,
             flops_per_step=flops,
             flops_source=flops_source,
             steps=columns,
@@ -234,7 +244,8 @@ class FrameworkPhase(Phase):
     def abort(self, ctx: PhaseContext) -> None:
         if self._running:
             self._running = False
-            _stop_profiler()
+            with quiet.held(ctx.workload_dir):
+                _stop_profiler()
         self._unpatch_session(ctx)
 
     # --- TF1 FULL_TRACE steps ----------------------------------------------------------------
@@ -276,7 +287,9 @@ class FrameworkPhase(Phase):
             2,
         )
         try:
-            ctx.loop.run(units, marks, ctx.clock)
+            # The script's session.run on its thread: each FULL_TRACE call logs 5 lines.
+            with quiet.held(ctx.workload_dir):
+                ctx.loop.run(units, marks, ctx.clock)
         finally:
             self._unpatch_session(ctx)
         paths = step_stats.write_run_metadata(ctx.workload_dir / RUN_METADATA_DIR, metadatas)

@@ -8,6 +8,13 @@ ends; ``remove`` measures the hooks' whole cost (below), puts every original bac
 objects) and hands the rows to ``profiler.capture.collectors.hooks.split``, which builds the phase's
 record (``HooksData``).
 
+The hook points are TensorFlow's private functions, as the versions of
+``profiler.capture.tf_internals.KNOWN_TF`` have them. Each is looked up before anything is
+patched: a TensorFlow without a required one gets no hooks phase (``UNAVAILABLE``, the note
+naming what is missing and the version), one without an optional one is timed without it,
+with a note; a version outside the range whose points are all there is timed as usual, and
+the record's note says the version was not tested.
+
 This is what splits the Python side of ``session.run`` that no TensorFlow trace sees: the native
 call, feed conversion, fetch-handler set-up and result building (TF1), and for ``tf.function``
 the argument binding, concrete-function lookup (and any retracing), the flat call and the native
@@ -32,6 +39,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from profiler.capture import tf_internals
 from profiler.capture.collectors import hooks as collect
 from profiler.capture.collectors.hooks import HookPoint, Target
 from profiler.capture.loop import LoopEnded, StepWrapper, WorkloadSpec
@@ -71,11 +79,14 @@ TF1 = Target(
             "the native call: TF_SessionRun (executor and kernels)",
         ),
         HookPoint(P.BUILD_RESULTS, _SESSION, "_FetchHandler.build_results", "result building"),
+        # TensorFlow 2.16 converts feeds with np.asarray inline (no numpy_compat): there the
+        # conversion is timed as part of feed_other.
         HookPoint(
             P.FEED_CONVERT,
             "tensorflow.python.util.numpy_compat",
             "np_asarray",
             "feed conversion: np_asarray of each fed value to the placeholder's dtype",
+            required=False,
         ),
     ),
     intervals={
@@ -371,21 +382,27 @@ def measure_feed_cast(
     )
 
 
-def _resolve(point: HookPoint) -> tuple[Any, str, Any]:
-    """(owner object, attribute name, original value) of a hook point."""
+def _resolve(point: HookPoint) -> tuple[Any, str, Any] | str:
+    """(owner object, attribute name, original value) of a hook point, or, for an optional
+    point this TensorFlow does not have, the note saying so.
+
+    Raises:
+        PhaseUnavailable: this TensorFlow has no such required point (the note names it and
+            the version).
+    """
     try:
         owner: Any = importlib.import_module(point.module)
         *path, name = point.attr.split(".")
         for part in path:
             owner = getattr(owner, part)
         original = vars(owner)[name] if isinstance(owner, type) else getattr(owner, name)
-    except (ImportError, AttributeError, KeyError) as exc:
-        import tensorflow as tf
-
-        raise PhaseUnavailable(
-            f"TensorFlow {tf.__version__} has no {point.module}.{point.attr} ({exc}); the hooks "
-            "phase knows TensorFlow 2.21's internals: install tensorflow-cpu 2.21"
-        ) from None
+    except (ImportError, AttributeError, KeyError):
+        where = f"{point.module}.{point.attr}"
+        if point.required:
+            raise PhaseUnavailable(tf_internals.missing_note("the hooks phase", where)) from None
+        return tf_internals.missing_note(f"timing {point.key} on its own", where) + (
+            "; its time is in the hooked call around it"
+        )
     return owner, name, original
 
 
@@ -403,6 +420,8 @@ class HooksPhase(Phase):
         self.cost = HooksCost()
         # (owner, attribute, original, hooked) for every hook point, in install order.
         self._hooks: list[tuple[Any, str, Any, Any]] = []
+        #: Optional points this TensorFlow lacks, and its version if untested: for the record.
+        self.notes: list[str] = []
 
     def applies_to(self, spec: WorkloadSpec) -> str | None:
         if spec.uses_tensorflow:
@@ -420,6 +439,10 @@ class HooksPhase(Phase):
         else:
             target = TF2
         resolved = [_resolve(p) for p in target.points]
+        self.notes = [r for r in resolved if isinstance(r, str)]
+        version_note = tf_internals.tf_version_note()
+        if version_note is not None:
+            self.notes.append(version_note)
         # Measured before patching, so the figure is the hook's alone.
         self.cost = measure_cost(ctx.clock)
         timers = StepTimers(len(target.measured))
@@ -427,7 +450,10 @@ class HooksPhase(Phase):
         if P.FEED in target.intervals:
             run_entry, run_exit, fetch_entry = _feed_interval(timers, keys.index(P.FEED))
         pairs = zip(target.points, resolved, strict=True)
-        for j, (point, (owner, name, original)) in enumerate(pairs):
+        for j, (point, found) in enumerate(pairs):
+            if isinstance(found, str):
+                continue  # not in this TensorFlow: its accumulator stays at zero
+            owner, name, original = found
             if point.key == P.RUN_INNER:
                 hooked = timed(original, timers, j, ctx.clock, on_entry=run_entry, on_exit=run_exit)
             elif point.key == P.FETCH_SETUP:
@@ -496,9 +522,9 @@ class HooksPhase(Phase):
             self._restore()
         data = collect.split(self.target, rows, walls, cost)
         info = ctx.loop.info
-        note = ""
+        notes = list(self.notes)
         if self.target is TF2 and not data.calls_per_step.get(P.FUNCTION_CALL):
-            note = "no tf.function call in the window's steps: nothing to split"
+            notes.insert(0, "no tf.function call in the window's steps: nothing to split")
         data = dataclasses.replace(
             data,
             feed_cast=(
@@ -513,7 +539,7 @@ class HooksPhase(Phase):
                 mode=info.mode,
                 same_feeds=info.same_feeds,
             ),
-            note=note,
+            note="; ".join(notes),
         )
         self.timers.rows.clear()
         return PhaseRecord(name=self.name, status=OK, window=window, data=data)

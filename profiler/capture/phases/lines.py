@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from profiler.analysis.lines import INFLATION_NOTE
 from profiler.capture.collectors import lines as collect
 from profiler.capture.phases import Budget, Phase, PhaseContext, PhaseUnavailable
 from profiler.model import OK, PhaseRecord, Window
-from profiler.model.records import LinesData
+from profiler.model.records import INFLATION_NOTE, LinesData
 
 
 def tf1_session_target() -> Any:

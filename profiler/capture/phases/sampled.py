@@ -8,7 +8,8 @@ py-spy with SIGINT (it writes its file on Ctrl-C) and hands the capture to
 Classification, shares, the collapsed stacks and the flame graph come later, in the parent
 (``profiler.analysis.sampling``, ``profiler.reports.flamegraph``).
 
-Policy (numbers measured on this project's machine; README "Sampled and lines phases"):
+Policy (numbers measured on this project's machine; profiler/docs/measuring.md, "Sampled and lines
+phases: Python-level tracing"):
 
 * rate: ``sample_rate`` option (``--sample-rate``), default ``DEFAULT_RATE_HZ``;
 * ``--native`` on workloads without TensorFlow only (numpy: ~1.2x slower steps, and the only
@@ -42,10 +43,12 @@ from typing import IO, Any
 from profiler.capture.collectors import pyspy
 from profiler.capture.loop import WorkloadSpec
 from profiler.capture.phases import Budget, Phase, PhaseContext, PhaseUnavailable
-from profiler.model import OK, PhaseRecord, Window
+from profiler.model import OK, PhaseRecord, Sample, Window
 from profiler.model.records import PySpyReport, SampledData
 
-#: Default sampling rate. Measured on the seed workloads (README): blocking py-spy at 100 Hz
+#: Default sampling rate. Measured on the seed workloads (profiler/docs/measuring.md, "Sampled and
+#: lines
+#: phases: Python-level tracing"): blocking py-spy at 100 Hz
 #: costs ≤ 10% per step without --native; every sample pauses every thread of the process,
 #: so the cost grows with the rate and with TensorFlow's thread count.
 DEFAULT_RATE_HZ = 100
@@ -290,6 +293,41 @@ def _uses_tensorflow(spec: WorkloadSpec) -> bool:
     # A user script's framework is unknown up front: what the process has loaded decides, at
     # the moment the capture starts.
     return spec.uses_tensorflow or heavy_framework_loaded() is not None
+
+
+#: Main-thread samples a script's sampled phase needs in all, its runs' together (a share's
+#: 95% interval is then at most ±14 points, 1.96 * sqrt(0.25 / 50)): with fewer, the phase is
+#: thin and the script runs again within its budget, its samples added to these
+#: (``combine``). A 20,000-step numpy loop of ~0.25 s got 8 samples beside two other processes.
+ENOUGH_SAMPLES = 50
+
+
+def main_samples(samples: tuple[Sample, ...]) -> int:
+    """The main thread's samples (py-spy samples it every tick, idle or not)."""
+    return sum(s.count for s in samples if s.thread in (pyspy.MAIN_THREAD, ""))
+
+
+def combine(first: PhaseRecord, again: PhaseRecord, note: str) -> PhaseRecord:
+    """``first`` with ``again``'s samples added (another run of the same script and steps):
+    shares count every sample; the window, the reference blocks and the settings stay
+    ``first``'s. Still thin while the main thread's samples are under ``ENOUGH_SAMPLES``."""
+    samples = first.samples + again.samples
+    data = first.data
+    if isinstance(data, SampledData) and isinstance(again.data, SampledData):
+        data = dataclasses.replace(
+            data,
+            samples=data.samples + again.data.samples,
+            capture_s=round(data.capture_s + again.data.capture_s, 3),
+        )
+    n = main_samples(samples)
+    return dataclasses.replace(
+        first,
+        samples=samples,
+        data=data,
+        artefacts=first.artefacts + again.artefacts,
+        reason=f"{first.reason}; {note}" if first.reason else note,
+        missed=n < ENOUGH_SAMPLES,
+    )
 
 
 class SampledPhase(Phase):

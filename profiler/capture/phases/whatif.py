@@ -4,8 +4,9 @@ hundred steps and measured against the loop as written.
 Place in the pipeline: the last phase of a script process. The what-ifs that apply come from
 ``profiler.capture.whatifs`` (decided once the warm-up has shown what the script uses); each
 runs after the phase's short window as alternating blocks of baseline and variant steps
-(``PAIRS`` pairs, the order alternating so drift cancels; each block's median step is
-recorded, about ``BLOCK_S`` of steps each, so a what-if adds about a second of steps). The
+(``PAIRS`` pairs at least, more while the saving's interval is wide, the order alternating so
+drift cancels; each block's median step is recorded, about ``BLOCK_S`` of steps each, so a
+what-if adds one to three seconds of steps). The
 record (``WhatIfData``) holds the block medians; the analysis (``profiler.analysis.whatif``)
 turns them into the measured saving, its resolution, and the verdict against the prediction.
 
@@ -19,13 +20,17 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from profiler.capture.loop import LoopEnded, WorkloadSpec
+from profiler.capture.loop import NUMPY, LoopEnded, WorkloadSpec
 from profiler.capture.phases import Budget, Phase, PhaseContext
-from profiler.model import FAILED, OK, PARTIAL, SKIPPED, PhaseRecord, Window, median_ns
+from profiler.model import FAILED, OK, PARTIAL, SKIPPED, PhaseRecord, Window, blocks, median_ns
 from profiler.model.records import WhatIfData, WhatIfResult
 
-#: Baseline/variant pairs per what-if, and each block's length (seconds of steps, clamped).
-PAIRS = 3
+#: Baseline/variant pairs per what-if at least, and each block's length (seconds of steps,
+#: clamped). More pairs follow while the saving's 95% interval is wide
+#: (``profiler.model.blocks.settled``), up to ``MAX_PAIRS`` and ``MAX_S`` of blocks.
+PAIRS = blocks.MIN_PAIRS
+MAX_PAIRS = blocks.MAX_PAIRS
+MAX_S = blocks.MAX_S
 BLOCK_S = 0.15
 BLOCK_MIN = 3
 BLOCK_MAX = 300
@@ -62,8 +67,9 @@ class WhatIfPhase(Phase):
 
         if not isinstance(spec, ScriptSpec):
             return "the case study's fixes are its hand-written experiment pairs"
-        if not spec.uses_tensorflow:
-            return f"{spec.framework} workload: every what-if is a TensorFlow fix"
+        if not spec.uses_tensorflow and spec.framework != NUMPY:
+            return f"{spec.framework} workload: every what-if is a TensorFlow or numpy fix"
+        # A numpy script gets the numpy what-if alone (``whatifs.candidates``): float32 arrays.
         return None
 
     def _variants(self, ctx: PhaseContext) -> list[Any]:
@@ -139,38 +145,82 @@ class WhatIfPhase(Phase):
         variants = self.variants or []
         if not variants:
             reasons = "; ".join(f"{k}: {why}" for k, why in self.not_run) or "none known"
+            crowded = any(why == NO_ROOM for _k, why in self.not_run)
             return PhaseRecord(
                 name=self.name,
                 status=SKIPPED,
                 window=window,
-                reason=f"no what-if applies to this loop ({reasons})",
+                reason=f"no what-if applies to this loop ({reasons})"
+                if not crowded
+                else f"what-ifs apply but got no steps ({reasons})",
                 data=WhatIfData(not_run=tuple(self.not_run)),
+                # Another run of the script fits them (profiler.processes.rerun).
+                missed=crowded,
             )
         results = []
         n = self._block(ctx)
         ended = False
-        for v in variants:
+        steps_left = getattr(ctx.loop, "steps_left", None)
+        for i, v in enumerate(variants):
             if ended:
                 self.not_run.append((v.id, "the script ended first"))
                 continue
-            result, ended = self._measure(ctx, v, -(-n // v.group) * v.group)
+            # Steps the later what-ifs' planned pairs need, kept from this one's extra pairs.
+            rest = variants[i + 1 :]
+            later = sum(self.pairs * 2 * _whole(n, r.group) + r.group for r in rest)
+            block = _whole(n, v.group)
+            left = steps_left() if steps_left is not None else None
+            if left is not None:
+                # The plan did not count the what-ifs found late nor blocks rounded up to
+                # whole calls of k steps (fit's steps_per_execution): where the steps known
+                # to be left fall short, this one's blocks shrink to what leaves the later
+                # ones theirs (a 4,000-batch fit ran out of steps in its last what-if).
+                fit = (left - later - v.group) // (self.pairs * 2) // v.group * v.group
+                if fit < max(v.group, min(BLOCK_MIN, block)):
+                    self.not_run.append((v.id, NO_ROOM))
+                    continue
+                block = min(block, fit)
+            result, ended = self._measure(ctx, v, block, later)
             results.append(result)
         status = PARTIAL if ended and not results else OK
+        if not results and not ended:
+            reasons = "; ".join(f"{k}: {why}" for k, why in self.not_run)
+            return PhaseRecord(
+                name=self.name,
+                status=SKIPPED,
+                window=window,
+                reason=f"what-ifs apply but got no steps ({reasons})",
+                data=WhatIfData(not_run=tuple(self.not_run)),
+                missed=True,
+            )
         return PhaseRecord(
             name=self.name,
             status=status,
             window=window,
             data=WhatIfData(results=tuple(results), not_run=tuple(self.not_run)),
+            missed=status == PARTIAL,
         )
 
-    def _measure(self, ctx: PhaseContext, v: Any, n: int) -> tuple[WhatIfResult, bool]:
-        """Alternating blocks of one what-if; (its result, whether the script ended)."""
+    def _measure(
+        self, ctx: PhaseContext, v: Any, n: int, later: int = 0
+    ) -> tuple[WhatIfResult, bool]:
+        """Alternating blocks of one what-if; (its result, whether the script ended). Pairs
+        beyond the planned ones run only while the steps known to be left (if any) hold them
+        and ``later`` steps for the what-ifs after it."""
         loop: Any = ctx.loop
+        steps_left = getattr(loop, "steps_left", None)
         base: list[int] = []
         var: list[int] = []
         ended = False
+        started = ctx.clock()
         try:
-            for pair in range(self.pairs):
+            for pair in range(MAX_PAIRS):
+                if pair >= self.pairs:
+                    if _settled(base, var, ctx.clock() - started):
+                        break
+                    left = steps_left() if steps_left is not None else None
+                    if left is not None and left < 2 * n + later + v.group:
+                        break
                 for on in (False, True) if pair % 2 == 0 else (True, False):
                     loop.in_loop_thread(v.on if on else v.off)
                     marks = [ctx.clock()]
@@ -234,6 +284,17 @@ class WhatIfPhase(Phase):
                 v.off()
             except Exception:  # best effort: the run is failing already
                 pass
+
+
+def _settled(base: list[int], var: list[int], spent_ns: int) -> bool:
+    """Whether a what-if has pairs enough (``profiler.model.blocks.settled``, this phase's
+    budget)."""
+    return blocks.settled(base, var, spent_ns, MAX_S)
+
+
+def _whole(n: int, group: int) -> int:
+    """``n`` steps rounded up to whole calls of ``group`` steps."""
+    return -(-n // group) * group
 
 
 def _groups(durs: list[int], group: int) -> list[int]:

@@ -1,7 +1,9 @@
 """What marking a script's steps costs: ``python -m profiler.capture.script.bench``.
 
-Place in the pipeline: a measurement for the README and for a user deciding how to mark steps;
-nothing in a run depends on it (a run measures its own detector's cost, ``script.detection``).
+Place in the pipeline: a measurement for profiler/docs/own-script.md ("The markers API") and for a
+user
+deciding how to mark steps; nothing in a run depends on it (a run measures its own detector's
+cost, ``script.detection``).
 
 Figures, ns per call (per step), each the median of ``REPEATS`` blocks of ``N`` calls against
 the same loop without the call:

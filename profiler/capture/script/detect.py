@@ -29,12 +29,17 @@ from __future__ import annotations
 import functools
 import importlib.abc
 import importlib.machinery
+import inspect
+import os
+import re
 import sys
+import sysconfig
 import threading
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
+from profiler.capture import tf_internals
 from profiler.capture.script.driver import (
     FEED_CHECKS,
     FunctionStats,
@@ -99,18 +104,63 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
                 return swap(step_call, self, args, kwargs)
         s = stats.get(id(self))
         if s is None:
-            name = getattr(getattr(self, "python_function", None), "__qualname__", "function")
-            s = stats[id(self)] = FunctionStats(name, ref=self)
+            py = getattr(self, "python_function", None)
+            name = getattr(py, "__qualname__", "function")
+            module, own = function_origin(py)
+            evaluation = own and bool(EVAL_NAME.search(name.rsplit(".", 1)[-1].lower()))
+            s = stats[id(self)] = FunctionStats(
+                name, ref=self, module=module, own=own, evaluation=evaluation
+            )
         keys = tuple((f"#{i}", arg_key(a)) for i, a in enumerate(args)) + tuple(
             (k, arg_key(v)) for k, v in kwargs.items()
         )
         s.last_call = (args, kwargs)
+        if s.evaluation and not d.block and _trains_elsewhere(stats, s):
+            # A validation pass's function between the training function's steps: time
+            # between steps (an epoch's end), not steps of its own.
+            d.detector("tf_function_evaluation").calls += 1
+            try:
+                return fn(self, *args, **kwargs)
+            finally:
+                _count_trace(self, s, keys, d.done)
         try:
             return step_call(self, *args, **kwargs)
         finally:
             _count_trace(self, s, keys, d.done)
 
     return call
+
+
+#: A script's own tf.function named as an evaluation: its calls are not steps once another of
+#: the script's functions is (TF's "training loop from scratch" guide calls ``test_step`` for
+#: each validation batch after each epoch's ``train_step`` calls: 3,140 of 9,400 "steps").
+EVAL_NAME = re.compile(
+    r"(^|_)(test|val|valid|validate|validation|eval|evaluate|evaluation|predict|infer)(_|$)"
+)
+
+
+def _trains_elsewhere(stats: dict[int, FunctionStats], s: FunctionStats) -> bool:
+    """Whether another of the script's functions, not named as an evaluation, was called."""
+    return any(o is not s and o.calls and o.own and not o.evaluation for o in stats.values())
+
+
+_PROFILER = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_WORKLOADS = os.path.join(_PROFILER, "workloads")
+
+
+def function_origin(fn: Any) -> tuple[str, bool]:
+    """The module ``fn`` is defined in, and whether it is the user's own code: not in an
+    installed package (site- or dist-packages), the standard library or the profiler."""
+    module = str(getattr(fn, "__module__", "") or "")
+    code = getattr(inspect.unwrap(fn), "__code__", None) if fn is not None else None
+    path = os.path.abspath(code.co_filename) if code is not None else ""
+    if not path:
+        return module, module in ("", "__main__")
+    parts = set(path.split(os.sep))
+    installed = "site-packages" in parts or "dist-packages" in parts
+    stdlib = path.startswith(os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep)
+    ours = path.startswith(_PROFILER + os.sep) and not path.startswith(_WORKLOADS + os.sep)
+    return module, not (installed or stdlib or ours)
 
 
 def _count_trace(fn: Any, s: FunctionStats, keys: tuple[tuple[str, Any], ...], step: int) -> None:
@@ -276,6 +326,8 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
             def on_train_begin(self, logs: Any = None) -> None:
                 params = self.params or {}
                 facts.fit.setdefault("first_step", d.done)
+                # What makes fit run eagerly: compile(run_eagerly=True) (the model's flag).
+                facts.fit["run_eagerly"] = bool(getattr(self.model, "run_eagerly", False))
                 if not facts.fit.get("steps_per_epoch"):
                     facts.fit["steps_per_epoch"] = params.get("steps")
                 if "total_steps" not in facts.fit:
@@ -321,9 +373,12 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
             return fit(self, *args, **kwargs)
         if not facts.fit:
             given = {**dict(zip(_fit_parameters(fit), args, strict=False)), **kwargs}
+            fed = _fed_batch(given.get("x"))
             facts.fit = {
-                "batch_size": given.get("batch_size") or 32,
+                "batch_size": fed or given.get("batch_size") or 32,
                 "batch_size_given": given.get("batch_size") is not None,
+                # fit ignores batch_size for a dataset: its own batch ("dataset"), or None.
+                "batch_source": "dataset" if fed else "fit",
                 "epochs": given.get("epochs"),
                 "validation": given.get("validation_data") is not None
                 or bool(given.get("validation_split")),
@@ -333,6 +388,9 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                     type(c).__name__ for c in given.get("callbacks") or () if c is not marks
                 ],
             }
+        # A fit called again and again (once per outer iteration, as RL and GAN scripts do):
+        # each call's set-up is the cost at the boundaries, not an epoch's.
+        facts.fit["calls"] = int(facts.fit.get("calls") or 0) + 1
         d.block += 1
         d.keras_depth += 1
         try:
@@ -342,6 +400,23 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
             d.keras_depth -= 1
 
     return marked_fit
+
+
+def _fed_batch(x: Any) -> int | None:
+    """The batch size of a ``tf.data`` dataset given to ``fit`` (which then ignores its own
+    ``batch_size``): the nearest ``batch`` in the dataset's chain, or None (not a dataset, or
+    no batch found: a Keras example's windowed dataset batches 256 while fit's default is 32)."""
+    d, depth = x, 0
+    while d is not None and depth < 12:
+        size = getattr(d, "_batch_size", None)
+        if size is not None:
+            try:
+                value = int(size.numpy()) if hasattr(size, "numpy") else int(size)
+            except (TypeError, ValueError, AttributeError):
+                return None
+            return value if value > 0 else None
+        d, depth = getattr(d, "_input_dataset", None), depth + 1
+    return None
 
 
 @functools.cache
@@ -356,9 +431,23 @@ def _fit_parameters(fit: Callable[..., Any]) -> tuple[str, ...]:
 # --- patching on import -----------------------------------------------------------------------
 
 
+#: The TensorFlow modules ``import tensorflow`` imports, patched as they are: what each
+#: detects (Keras's trainer is imported later, with Keras).
+_TF_MODULES = {
+    _SESSION: "session.run steps",
+    _FUNCTION: "tf.function steps",
+    _DATASET: "the tf.data pipelines iterated",
+}
+
+
 class Patches:
     """The framework patches: applied when their module is imported, recorded for the notes,
-    taken back by ``restore`` (a run inside a live process leaves it as it found it)."""
+    taken back by ``restore`` (a run inside a live process leaves it as it found it).
+
+    Each patch first checks that its module has what it replaces
+    (``profiler.capture.tf_internals``): where it does not, that detector steps aside with a
+    note naming what is missing and the TensorFlow version, and the others still run.
+    """
 
     def __init__(self, driver: StepDriver) -> None:
         self.driver = driver
@@ -372,7 +461,21 @@ class Patches:
             _FUNCTION: self.function,
             _KERAS_TRAINER: self.keras,
             _DATASET: self.dataset,
+            # Last: runs once ``import tensorflow`` is done, after the modules it imports.
+            "tensorflow": self.tensorflow,
         }
+
+    def _has(self, module: ModuleType, names: tuple[str, ...], what: str) -> bool:
+        """Whether ``module`` has every attribute of ``names``; if not, a note says that
+        ``what`` is not detected, and why."""
+        missing = tf_internals.missing_attributes(module, names)
+        if missing:
+            self.driver.facts.notes.append(
+                tf_internals.missing_note(
+                    f"detecting {what}", ", ".join(f"{module.__name__}.{m}" for m in missing)
+                )
+            )
+        return not missing
 
     def _set(self, cls: type, name: str, wrap: Callable[[Any], Any]) -> None:
         own = vars(cls)[name]
@@ -386,16 +489,22 @@ class Patches:
             setattr(cls, name, own)
 
     def session(self, module: ModuleType) -> None:
+        if not self._has(module, ("BaseSession.run",), _TF_MODULES[_SESSION]):
+            return
         self._set(module.BaseSession, "run", lambda f: wrap_session_run(f, self.driver))
         self.applied.append("tf1_session: BaseSession.run")
 
     def function(self, module: ModuleType) -> None:
+        if not self._has(module, ("Function.__call__",), _TF_MODULES[_FUNCTION]):
+            return
         # The what-ifs' results checks call functions past the detector (no step, no count).
         self.driver.raw_function_call = vars(module.Function)["__call__"]
         self._set(module.Function, "__call__", lambda f: wrap_function_call(f, self.driver))
         self.applied.append("tf_function: Function.__call__")
 
     def keras(self, module: ModuleType) -> None:
+        if not self._has(module, ("TensorFlowTrainer.fit",), "Keras fit's batches as steps"):
+            return
         cls = module.TensorFlowTrainer
         d = self.driver
         self._set(cls, "fit", lambda f: wrap_fit(f, d))
@@ -408,8 +517,24 @@ class Patches:
         )
 
     def dataset(self, module: ModuleType) -> None:
+        if not self._has(module, ("DatasetV2.__iter__",), _TF_MODULES[_DATASET]):
+            return
         self._set(module.DatasetV2, "__iter__", lambda f: wrap_dataset_iter(f, self.driver))
         self.applied.append("tf_data: DatasetV2.__iter__ (the pipelines iterated)")
+
+    def tensorflow(self, module: ModuleType) -> None:
+        """Once ``import tensorflow`` is done: a note for each module above it did not import
+        (this TensorFlow keeps that code elsewhere: nothing of it is detected), and one when
+        its version is outside the tested range."""
+        notes = self.driver.facts.notes
+        version = getattr(module, "__version__", None)
+        for name, what in _TF_MODULES.items():
+            if name not in sys.modules:
+                missing = f"module {name}"
+                notes.append(tf_internals.missing_note(f"detecting {what}", missing, version))
+        untested = tf_internals.tf_version_note(version)
+        if untested is not None:
+            notes.append(untested)
 
 
 def wrap_dataset_iter(fn: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
@@ -588,11 +713,20 @@ def step_line_marks(driver: StepDriver) -> tuple[Callable[[], None], Callable[[]
 DECIDE_S = 1.0
 DECIDE_EARLY_S = 0.25
 EARLY_ITERATIONS = 50
+#: A loop of long iterations (seconds each) has no two timed iterations after DECIDE_S: the
+#: choice waits for a candidate, looked for every RECHECK_S, until DECIDE_MAX_S.
+DECIDE_MAX_S = 30.0
+RECHECK_S = 0.1
 #: A loop's timed iterations must hold this share of the time watched to be a candidate.
 MIN_COVERAGE = 0.3
-#: Iterations shorter than this are an inner loop's (a step marked there would cost more
-#: than a few percent of it): never chosen.
-MIN_ITERATION_NS = 5_000
+#: Iterations shorter than this (as watched: the watcher's mark adds ~0.8 µs) are an inner
+#: loop's, never chosen: a numpy step of 3.8 µs alone is watched at 4.5-5 µs, and its first 57
+#: iterations averaged 4.99 µs on a busy machine, under the 5 µs this was before (the whole run
+#: became one step); a pure-Python loop of 0.28 µs iterations is watched at 1.1 µs.
+MIN_ITERATION_NS = 2_500
+#: A loop whose first ``EARLY_ITERATIONS`` average under this is no longer timed (too short ever
+#: to be chosen; timing it costs the script ~0.8 µs an iteration).
+DROP_ITERATION_NS = 1_500
 #: The step time a training loop's iteration is typically near (log scale): an epoch loop is
 #: far above it, a loop over the samples or layers of one batch far below.
 TARGET_STEP_NS = 10_000_000
@@ -605,7 +739,9 @@ class LoopMarks:
     iteration's start to the next, or to the loop's end). Only the loops that update the
     model in their own body are watched when the script has any (``source.UPDATE_WORDS``),
     else those whose code names training (``source.TRAINING_WORDS``). After
-    ``DECIDE_S`` of loop activity (sooner for a busy loop), the loop is chosen whose iterations
+    ``DECIDE_S`` of loop activity (sooner for a busy loop; later, up to ``DECIDE_MAX_S``, while
+    no loop qualifies: a loop of 2 s iterations has two timed ones after 4 s), the loop is
+    chosen whose iterations
     hold at least ``MIN_COVERAGE`` of that time and whose mean iteration, at least
     ``MIN_ITERATION_NS``, is nearest ``TARGET_STEP_NS`` (log scale); from then on its
     iterations are steps (as ``--step-line`` on its header) and the other marks return at
@@ -625,6 +761,9 @@ class LoopMarks:
         self.total_ns = [0] * n
         self.last = [0] * n
         self.first_ns = 0
+        #: The latest loop activity watched (an iteration's start or a loop's end).
+        self.active_ns = 0
+        self.checked = 0
         self.chosen = -1
         self.decided = False
         self.why = ""
@@ -636,6 +775,10 @@ class LoopMarks:
         updates = [bool(getattr(s, "updates", False)) for s in sites]
         trains = [bool(getattr(s, "training", False)) for s in sites]
         self.candidate = updates if any(updates) else trains if any(trains) else [True] * n
+        # The other loops are only counted and timed, once a candidate has started: a loop
+        # inside the steps that names no training (a k-means step's loop over its 3,000
+        # points) is what the step spends its time in (``profiler.diagnoses.loops``).
+        self.tally = [not c for c in self.candidate]
 
     def mark(self, k: int) -> None:
         if self.decided:
@@ -643,6 +786,8 @@ class LoopMarks:
                 self._step()
             return
         if not self.candidate[k]:
+            if self.tally[k] and self.first_ns:
+                self._tally(k)
             return
         d = self.driver
         t = d.clock()
@@ -652,16 +797,21 @@ class LoopMarks:
             return
         if not self.first_ns:
             self.first_ns = t
-        last = self.last[k]
-        if last:
-            self.timed[k] += 1
-            self.total_ns[k] += t - last
-        self.last[k] = t
-        self.count[k] += 1
+        if self._iteration(k, t):
+            # Too short ever to be chosen: no longer timed (a 1 µs inner loop watched for
+            # DECIDE_MAX_S made a 0.8 s script take 8.5 s).
+            self.candidate[k] = False
+            self.tally[k] = False
+        self.active_ns = t
         watched = t - self.first_ns
         if watched >= DECIDE_S * 1e9 or (
             watched >= DECIDE_EARLY_S * 1e9 and self.timed[k] >= EARLY_ITERATIONS
         ):
+            if watched < DECIDE_MAX_S * 1e9 and t - self.checked < RECHECK_S * 1e9:
+                return
+            self.checked = t
+            if watched < DECIDE_MAX_S * 1e9 and self._best(watched) is None:
+                return  # no candidate yet: a loop of long iterations has not had two
             self._decide(watched)
             if k == self.chosen:
                 self._step()
@@ -675,10 +825,34 @@ class LoopMarks:
                 self.driver.boundary()
             return
         last = self.last[k]
-        if last and self.candidate[k]:
+        if last and (self.candidate[k] or self.tally[k]):
+            now = self.driver.clock()
             self.timed[k] += 1
-            self.total_ns[k] += self.driver.clock() - last
+            self.total_ns[k] += now - last
             self.last[k] = 0
+            if self.candidate[k]:
+                self.active_ns = now
+
+    def _tally(self, k: int) -> None:
+        """Count and time an iteration of a loop that is not a candidate (its own stats only:
+        no choice, no coverage); stop timing it once its iterations prove too short."""
+        if self._iteration(k, self.driver.clock()):
+            self.tally[k] = False
+
+    def _iteration(self, k: int, t: int) -> bool:
+        """Count an iteration of loop ``k`` starting at ``t`` and time the one before it;
+        whether its first ``EARLY_ITERATIONS`` prove too short ever to be a step."""
+        last = self.last[k]
+        short = False
+        if last:
+            self.timed[k] += 1
+            self.total_ns[k] += t - last
+            short = self.timed[k] >= EARLY_ITERATIONS and self.total_ns[k] < (
+                DROP_ITERATION_NS * self.timed[k]
+            )
+        self.last[k] = t
+        self.count[k] += 1
+        return short
 
     def _step(self) -> None:
         d = self.driver
@@ -699,6 +873,8 @@ class LoopMarks:
 
         best = None
         for k in range(len(self.sites)):
+            if not self.candidate[k]:
+                continue
             if self.timed[k] < 2 or self.total_ns[k] < MIN_COVERAGE * watched:
                 continue
             mean = self.total_ns[k] / self.timed[k]
@@ -732,32 +908,70 @@ class LoopMarks:
             self.suggested = k
             self.why += " (not taken as the steps: --no-auto-step)"
 
+    def _watched(self) -> int:
+        """The loop activity watched (ns) by a run that ended before its choice: up to the
+        latest iteration, not to now (the record is made at the script's end, after its last
+        printing and the start-up capture's stop: a 3,000-step loop of 0.1 s then fell under
+        ``MIN_COVERAGE`` of it now and then, and the whole run became one step)."""
+        return max(max(self.active_ns, self.first_ns) - self.first_ns, 1)
+
     def suggestion(self) -> str:
         """For a run without steps: the loop that would be the steps, and how to say so."""
         k = self.suggested
         if k < 0 and self.chosen < 0 and self.first_ns:
-            best = self._best(max(self.driver.clock() - self.first_ns, 1))
+            best = self._best(self._watched())
             k = best[0] if best is not None else -1
         if k < 0:
-            return ""
+            return self._too_short()
         site = self.sites[k]
         return (
             f"the {site.kind} loop at line {site.line} ({site.function}) looks like the training "
             f"loop: rerun with --step-line {site.line}"
         )
 
+    def _too_short(self) -> str:
+        """For a run without steps whose busiest loop ran iterations too short to be chosen:
+        which loop, how short, and how to take it anyway ('' when there is none)."""
+        timed = [k for k in range(len(self.sites)) if self.timed[k] >= 2]
+        if not timed:
+            return ""
+        k = max(timed, key=lambda i: self.total_ns[i])
+        mean = self.total_ns[k] / self.timed[k]
+        if mean >= MIN_ITERATION_NS:
+            return ""
+        site = self.sites[k]
+        return (
+            f"the {site.kind} loop at line {site.line} ({site.function}) ran iterations of "
+            f"{mean / 1e3:,.1f} µs (with the watcher's own mark), shorter than the "
+            f"{MIN_ITERATION_NS / 1e3:g} µs an automatic step must take (a step marked there "
+            f"would cost a large share of it): --step-line {site.line} takes them as the steps "
+            "anyway"
+        )
+
     def record(self) -> dict[str, Any]:
         """What was watched and chosen, for the script's record."""
         site = self.sites[self.chosen] if self.chosen >= 0 else None
         suggested = self.sites[self.suggested] if self.suggested >= 0 else None
+        # A loop that ended before the choice (20,000 numpy steps of 10 µs end before
+        # DECIDE_EARLY_S): the loop that would have been chosen over all its activity, which a
+        # later run of the script takes as its steps (``profiler.processes.rerun.restart``).
+        candidate = None
+        if site is None and self.choose and self.first_ns and not self.driver.started:
+            best = self._best(self._watched())
+            candidate = self.sites[best[0]] if best is not None else None
         return {
             "chosen_line": site.line if site is not None else None,
+            "candidate_line": candidate.line if candidate is not None else None,
             "calls": list(getattr(site, "calls", ())) if site is not None else [],
+            # Whether the chosen loop's own body updates the model (not only the functions it
+            # calls): a fix wrapping its first call would leave the update out.
+            "updates": bool(getattr(site, "updates", False)) if site is not None else False,
             "suggested_line": suggested.line if suggested is not None else None,
             "why": self.why,
             "loops": [
                 {
                     "line": s.line,
+                    "end_line": s.end_line,
                     "function": s.function,
                     "candidate": self.candidate[k],
                     "iterations": self.count[k],

@@ -191,6 +191,9 @@ class FunctionStats:
         trace_steps: the steps (indices) in which those retraces happened (the first 10,000).
         changed: per argument, how often it differed from the previous call at a retrace, and
             what it is (``a Python int``, ``a new object``, ``a tensor of another shape``).
+        module: the module the Python function is defined in (``__main__`` for the script's).
+        own: defined in the user's code, not in an installed package (Keras's train and predict
+            functions are not the script's: advice to change their signature cannot apply).
     """
 
     name: str
@@ -202,6 +205,11 @@ class FunctionStats:
     last_args: tuple[tuple[str, Any], ...] = ()
     trace_steps: list[int] = field(default_factory=list)
     changed: dict[str, list[Any]] = field(default_factory=dict)
+    module: str = ""
+    own: bool = True
+    #: Named as an evaluation (``test_step``, ``val_step``, ``evaluate``): once another of the
+    #: script's functions is the steps, its calls between them are not steps (``detect``).
+    evaluation: bool = False
     #: The last call's arguments (the what-ifs trace with them before switching a variant in).
     last_call: tuple[tuple[Any, ...], dict[str, Any]] | None = field(default=None, repr=False)
 
@@ -212,6 +220,8 @@ class FunctionStats:
             "retraces": self.traces,
             "trace_steps": list(self.trace_steps),
             "changed": {k: {"times": v[0], "what": v[1]} for k, v in self.changed.items()},
+            "module": self.module,
+            "own": self.own,
         }
 
 

@@ -69,9 +69,12 @@ def describe(driver: StepDriver) -> tuple[str, LoopInfo, WorkDecl, list[str]]:
         info = LoopInfo(kind=KERAS, model=f.model)
         samples = int(f.fit.get("batch_size") or 32)
         per_epoch = int(f.fit.get("steps_per_epoch") or 1)
-        notes.append(
-            f"samples per step: fit's batch size ({samples}); an epoch is {per_epoch} batches"
+        source = (
+            "the batch of the dataset fit was given"
+            if f.fit.get("batch_source") == "dataset"
+            else "fit's batch size"
         )
+        notes.append(f"samples per step: {source} ({samples}); an epoch is {per_epoch} batches")
     elif counts.get("tf_function") or calls.get("tf_function"):
         busiest = max(f.functions.values(), key=lambda s: s.calls, default=None)
         function = busiest.ref if busiest is not None else None

@@ -266,23 +266,54 @@ def _function(node: Any, stage: Stage) -> None:
     stage.random = bool(ops & RANDOM_OPS)
     for n in nodes:
         if n.op in PY_OPS:
-            stage.python = _py_func(n.attr["token"].s.decode()) or "(unknown)"
+            fn = _py_func(n.attr["token"].s.decode())
+            stage.python = _where(fn) or "(unknown)"
+            # numpy's or Python's random numbers inside the Python function are no graph op.
+            stage.random = stage.random or _draws_random(fn)
             break
 
 
-def _py_func(token: str) -> str:
+def _py_func(token: str) -> Any:
     """The Python function a ``py_function``'s token names (TensorFlow's registry)."""
     try:
         from tensorflow.python.ops import script_ops
 
         fn = script_ops._py_funcs._funcs.get(token)
     except Exception:
-        return ""
+        return None
     fn = inspect.unwrap(getattr(fn, "_func", fn))
     owner = getattr(fn, "__self__", None)
     if owner is not None and hasattr(owner, "_generator"):  # from_generator's state
         fn = inspect.unwrap(owner._generator)
-    return _where(fn)
+    return fn
+
+
+#: Names that draw random numbers in Python code (numpy's, the random module's, scipy's).
+RANDOM_NAMES = frozenset(
+    {"random", "rand", "randn", "randint", "uniform", "normal", "choice", "shuffle", "permutation"}
+)
+
+
+def _draws_random(fn: Any, depth: int = 2) -> bool:
+    """Whether a Python function (or one it calls from its module, ``depth`` calls deep)
+    names a random-number function: an augmentation, whose result must not be cached."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    names = set(code.co_names)
+    for const in code.co_consts:  # nested functions and lambdas
+        if hasattr(const, "co_names"):
+            names |= set(const.co_names)
+    if names & RANDOM_NAMES:
+        return True
+    if depth <= 0:
+        return False
+    scope = getattr(fn, "__globals__", {})
+    return any(
+        _draws_random(scope[n], depth - 1)
+        for n in names
+        if inspect.isfunction(scope.get(n)) and scope[n] is not fn
+    )
 
 
 def _where(fn: Any) -> str:

@@ -18,7 +18,11 @@ The schedule, in steps of the script:
    warm-up's step time (``plan``), scaled down to fit ``--max-steps`` when given, after its
    re-warm steps. Framework detection is by what the script used: the phases see a spec whose
    ``framework`` is ``tf1`` (a ``Session.run`` was seen), ``keras`` (``fit``), ``tf2``
-   (``tf.function`` calls, or TensorFlow imported: eager) or ``numpy`` (no TensorFlow);
+   (``tf.function`` calls, or TensorFlow imported: eager) or ``numpy`` (no TensorFlow).
+   An uninstrumented **reference block** (``REF_S`` of steps, ``ReferenceBlock``) runs before
+   an instrumented window that does not follow the timed window or another block, and after
+   each instrumented window: every window has its uninstrumented neighbours, taken at nearly
+   the same moment (``profiler.analysis.stats.drift``);
 4. **free run**: after the last phase the script runs on; boundaries are only counted.
 
 Where the script ends before a phase, that phase is ``skipped`` and says so; a window the end
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from profiler.capture import schedule
+from profiler.capture import threads as thread_cpu
 from profiler.capture.loop import (
     KERAS,
     NUMPY,
@@ -59,11 +64,13 @@ from profiler.model import (
     UNAVAILABLE,
     Gap,
     PhaseRecord,
+    ReferenceBlock,
     Segment,
     Window,
     WorkDecl,
     median_ns,
 )
+from profiler.model.records import ThreadCpu
 
 #: What the report says when no step was found, and how to mark them.
 NOT_DETECTED = (
@@ -92,6 +99,8 @@ class ScriptWindows(Windows):
         self.gaps: list[Gap] = []
         self.last_end_ns = 0
         self.purpose = "the first step"
+        #: The threads' CPU over the last timed window (``profiler.capture.threads``).
+        self.cpu: ThreadCpu | None = None
 
     def segment(self, n: int, wrap: Any) -> Segment:
         first = self.loop.steps_done
@@ -130,7 +139,10 @@ class ScriptWindows(Windows):
         if rewarm:
             self.segment(rewarm, wrap)
             self.purpose = f"{phase}: re-warm steps to window"
+        start = thread_cpu.read() if phase == "timed" else None
         seg = self.segment(n, wrap)
+        if start is not None:
+            self.cpu = thread_cpu.window(start, thread_cpu.read())
         self.progress({"workload": self.name, "phase": phase, "done": seg.n_steps, "total": n})
         # Steps a phase runs itself while it is removed (FULL_TRACE, hooks on/off) go next.
         self.purpose = f"{phase}: its own extra steps after the window"
@@ -165,6 +177,21 @@ SCRIPT_TARGETS: dict[str, float] = {
     "lines": 0.4,
     "whatif": 0.01,
 }
+#: What each phase needs to be right, below which its window is too thin to keep (the phase is
+#: then measured again in another run of the script, ``profiler.processes.rerun``): at least
+#: ``NEED_STEPS`` steps and ``NEED_S`` seconds of them, at most the phase's own largest window.
+#: The sampled phase needs ``NEED_SAMPLES`` samples (at the run's rate): a share's 95% interval
+#: is then at most ±10 points (1.96 * sqrt(0.25 / 100)), and is stated with the samples taken.
+NEED_SAMPLES = 100
+#: A short sampled window samples faster to get them (the rate the run was given otherwise).
+RATE_MIN_HZ = 100
+RATE_MAX_HZ = 500
+#: Native samples pause the process for each (py-spy unwinds its native stack): at most this
+#: fast. A 20,000-step numpy loop of ~0.2 s got 12-15 samples a run at 100 Hz, 197 at 300 Hz
+#: (its window stretched by the pauses; 4.9 s for the whole profiling, 3 runs).
+RATE_NATIVE_MAX_HZ = 300
+NEED_STEPS: dict[str, int] = {"timed": 5, "sampled": 3, "framework": 3, "hooks": 3, "lines": 3}
+NEED_S: dict[str, float] = {"timed": 0.1, "framework": 0.05, "hooks": 0.1, "lines": 0.1}
 #: Re-warm steps after a phase is installed: about this long, at least 2.
 REWARM_S = 0.15
 #: A script's warm-up: about ``WARMUP_S`` of steps after the first, between ``WARMUP_MIN`` and
@@ -175,6 +202,20 @@ WARMUP_MAX = 20
 #: Steps a phase runs itself after its window (hooks on/off blocks, FULL_TRACE), at most this
 #: long in a script.
 EXTRA_S = 1.0
+#: Uninstrumented reference blocks between the instrumented windows (``ReferenceBlock``): about
+#: ``REF_S`` of steps, at least ``REF_MIN`` steps, at most ``1 / REF_SHARE`` of the steps known
+#: to the run (a short script keeps its steps for the windows) and the steps left. A phase's
+#: window is compared with the blocks on either side of it, taken seconds apart at most.
+REF_S = 0.05
+REF_MIN = 3
+REF_SHARE = 50
+REF_MAX_S = 0.5
+#: Known step counts below this run no reference blocks (the first run, whose count is not
+#: known, has them).
+REF_FEW = 1_000
+#: The phases that run no instrumentation of their own in their window: no block around them
+#: (the timed window is itself a reference; the what-ifs alternate their own blocks).
+UNINSTRUMENTED = ("timed", schedule.LAST_EXTRA)
 
 
 @dataclass
@@ -196,6 +237,31 @@ class Outcome:
     startup: dict[str, Any] = field(default_factory=dict)
     #: Phases that apply to the script but got no steps (it ended first).
     missed: list[str] = field(default_factory=list)
+    #: (first, end) steps each phase held, re-warm and extra steps included, by phase.
+    held: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: The uninstrumented reference blocks between the phases' windows, in step order.
+    references: list[ReferenceBlock] = field(default_factory=list)
+
+
+#: The phase that runs last and fits its own blocks (``schedule.LAST_EXTRA``).
+LAST = schedule.LAST_EXTRA
+
+
+def need_steps(phase: Phase, step_ns: int, options: dict[str, Any]) -> int:
+    """The fewest steps of ``phase``'s window that measure it right at ``step_ns`` a step
+    (``NEED_*``); 0 for a phase without such a floor (the what-ifs fit their own blocks)."""
+    if phase.name not in NEED_STEPS:
+        return 0
+    if phase.name == "sampled":
+        fast = RATE_MAX_HZ if isinstance(phase, sampled_mod.SampledPhase) else RATE_MIN_HZ
+        if getattr(phase, "native_hint", False):
+            fast = RATE_NATIVE_MAX_HZ  # native samples are not taken faster (``_sample_rate``)
+        rate = int(options.get("sample_rate") or fast)
+        seconds = NEED_SAMPLES / max(rate, 1)
+    else:
+        seconds = NEED_S.get(phase.name, 0.0)
+    want = max(NEED_STEPS[phase.name], -(-int(seconds * 1e9) // max(step_ns, 1)))
+    return min(want, phase.budget.max_steps)
 
 
 class Schedule:
@@ -213,7 +279,8 @@ class Schedule:
         expected_steps: how many steps the script runs, when an earlier run of it said so
             (``--repeat``): the windows fit into them.
         line_targets: the step functions (filled while the script defines them).
-        module_target: the script's module code as a function line_profiler can register.
+        module_targets: the script's module code and the functions it defines, as functions
+            line_profiler can register (``ScriptWorker.module_target``).
         allow_native: whether the start-up capture may use py-spy's ``--native`` (while no
             heavy framework is loaded).
         script_span: returns (start, end) of the script's run once it has ended.
@@ -237,7 +304,7 @@ class Schedule:
         timed_steps: int | None,
         max_steps: int | None,
         line_targets: list[Callable[..., Any]],
-        module_target: Callable[..., Any] | None,
+        module_targets: list[Callable[..., Any]],
         allow_native: bool,
         script_span: Callable[[], tuple[int, int]],
         write: Callable[[Outcome], None],
@@ -258,11 +325,13 @@ class Schedule:
         self.max_steps = max_steps
         self.expected_steps = expected_steps
         self.line_targets = line_targets
-        self.module_target = module_target
+        self.module_targets = module_targets
         self.allow_native = allow_native
         self.script_span = script_span
         self.write = write
         self.loop = ScriptLoop(driver, work=WorkDecl(1, 1, 1, 0, 0))
+        # The what-ifs add pairs of blocks only where the steps known to be left allow.
+        self.loop.steps_left = self.available  # type: ignore[attr-defined]
         self.sched = ScriptWindows(self.loop, clock, progress, spec.name)
         self.out = Outcome()
         self.startup: StartupCapture | None = None
@@ -329,6 +398,7 @@ class Schedule:
             self.sched.purpose = "warm-up: stop the start-up capture"
         segments.extend(self._warmup())
         self.out.warmup = Window("warmup", tuple(segments), self.sched.take_gaps())
+        self.write(self.out)  # a process that dies before the first phase ends keeps its steps
         step_ns = schedule.typical_step_ns(self.out.warmup.durations_ns())
         self.out.step_ns = step_ns
         self._phases(step_ns)
@@ -367,8 +437,7 @@ class Schedule:
             import inspect
 
             targets.append(inspect.unwrap(type(info.model).fit))
-        if self.module_target is not None:
-            targets.append(self.module_target)
+        targets.extend(self.module_targets)
         self.loop.line_targets = tuple(targets)
         source = facts.main_source(self.driver)
         self.out.marker_cost_ns = facts.detector_cost(source, self.clock)
@@ -382,13 +451,26 @@ class Schedule:
             "phases": {},
         }
         timed_steps = 1
+        deferred = self._defer(spec, step_ns, scale)
+        # Whether the steps just run were uninstrumented (the timed window, a reference block):
+        # an instrumented window then has its neighbour before it already.
+        fresh = False
+        after = ""
         for i, phase in enumerate(self.phases):
+            if phase.name in deferred:
+                record = PhaseRecord(phase.name, SKIPPED, reason=deferred[phase.name], missed=True)
+                self.out.missed.append(phase.name)
+                self.out.records.append(record)
+                continue
+            instrumented = self._instrumented(phase, spec)
+            if instrumented and not fresh:
+                self._reference(step_ns, after, phase.name)
             ctx = self._ctx(spec, step_ns)
             slots = schedule.plan(
                 self.phases[i:],
                 ctx,
                 timed_steps=self.timed_steps,
-                available=self.available(),
+                available=self._room(spec, i),
                 scale=scale,
                 floors=SCRIPT_FLOORS,
                 extra_s=EXTRA_S,
@@ -404,14 +486,143 @@ class Schedule:
                 if phase.name == "timed":
                     timed_steps = slot.window
             self.out.params = Params(steps=timed_steps, n=1).as_dict()
+            if slot is not None and phase.name == "sampled":
+                self._sample_rate(phase, ctx, slot.window * step_ns)
+            begun = self.driver.done
             record = self._phase(phase, ctx, slot.window if slot else 0)
+            # Every step the phase held, its own extra steps after its window included (the
+            # what-ifs' blocks, hooks on/off): none of them is an uninstrumented step.
+            self.out.held[phase.name] = (begun, self.driver.done)
             if record.missed:
                 self.out.missed.append(phase.name)
             self.out.records.append(record)
             if phase.name == "timed" and record.window is not None and record.window.n_steps:
                 # The uninstrumented window is the best estimate of a step from here on.
                 step_ns = median_ns(list(record.window.durations_ns()))
+            if instrumented:
+                # The window's neighbour after it (and the next window's before it).
+                nxt = self._next_instrumented(spec, i, deferred)
+                fresh = self._reference(step_ns, phase.name, nxt)
+                after = phase.name
+            elif phase.name == "timed":
+                fresh = record.window is not None and record.window.n_steps > 0
             self.write(self.out)
+
+    def _instrumented(self, phase: Phase, spec: WorkloadSpec) -> bool:
+        """Whether ``phase`` will run instrumentation in a window of the script's steps."""
+        return phase.name not in UNINSTRUMENTED and phase.applies_to(spec) is None
+
+    def _next_instrumented(self, spec: WorkloadSpec, i: int, deferred: dict[str, str]) -> str:
+        for p in self.phases[i + 1 :]:
+            if p.name not in deferred and self._instrumented(p, spec):
+                return p.name
+        return ""
+
+    def ref_steps(self, step_ns: int) -> int:
+        """A reference block's steps: about ``REF_S``, at least ``REF_MIN`` (1 when those
+        would take over ``REF_MAX_S``), at most a ``REF_SHARE``-th of the steps known to the
+        run (0: none are left, or the run has fewer than ``REF_SHARE`` steps)."""
+        if self.options.get("job_worker"):
+            # A job's workers step together: blocks sized by each worker's own step time would
+            # shift their framework windows apart (no step in common, no per-step straggler).
+            return 0
+        n = -(-int(REF_S * 1e9) // max(step_ns, 1))
+        # At least REF_MIN steps, unless they would take over REF_MAX_S (a step of seconds is
+        # a block of its own).
+        n = max(n, REF_MIN if step_ns * REF_MIN <= REF_MAX_S * 1e9 else 1)
+        left = self.available()
+        if left is not None:
+            # A script of few steps keeps them for the phases (8 steps of 1.2 s went to the
+            # blocks and left the sampled window none, run after run; a 331-step TF1 script
+            # needed a 5th run for its blocks, past its budget beside another process).
+            total = left + self.driver.done
+            n = min(n, total // REF_SHARE, left) if total >= REF_FEW else 0
+        return max(n, 0)
+
+    def _room(self, spec: WorkloadSpec, i: int) -> int | None:
+        """The steps left for the phases from ``i`` on: those known to be left, less the
+        reference blocks still to run among them (one after each instrumented window)."""
+        left = self.available()
+        if left is None:
+            return None
+        blocks = sum(1 for p in self.phases[i:] if self._instrumented(p, spec))
+        return max(left - blocks * self.ref_steps(self.out.step_ns), 0)
+
+    def _reference(self, step_ns: int, after: str, before: str) -> bool:
+        """Run one uninstrumented reference block; whether it got a step."""
+        n = self.ref_steps(step_ns)
+        if n <= 0 or self.driver.ended:
+            return False
+        try:
+            seg = self.sched.segment(n, None)
+        except ScriptEnded:
+            return False
+        if seg.n_steps:
+            self.out.references.append(ReferenceBlock(seg, after, before))
+        self.sched.purpose = f"phase switch before {before}" if before else "the free run"
+        return seg.n_steps > 0
+
+    def _sample_rate(self, phase: Phase, ctx: PhaseContext, window_ns: int) -> None:
+        """A window too short for ``NEED_SAMPLES`` at the default rate samples faster (up to
+        ``RATE_MAX_HZ``), unless the run was given a rate (``--sample-rate``); native frames
+        up to ``RATE_NATIVE_MAX_HZ``: py-spy's native unwinding pauses the process for each
+        sample (a 1 s numpy script took 3.6 s profiled at 100 Hz, 10.3 s at 500 Hz)."""
+        if self.options.get("sample_rate") or not isinstance(phase, sampled_mod.SampledPhase):
+            return
+        try:
+            native = phase.settings_for(ctx).native
+        except ValueError:
+            return
+        phase.native_hint = native  # type: ignore[attr-defined]
+        want = -(-NEED_SAMPLES * 10**9 // max(window_ns, 1))
+        fastest = RATE_NATIVE_MAX_HZ if native else RATE_MAX_HZ
+        phase.options["sample_rate"] = max(RATE_MIN_HZ, min(fastest, want))
+
+    def _defer(self, spec: WorkloadSpec, step_ns: int, scale: float) -> dict[str, str]:
+        """When another run already counted the script's steps (a re-run): the phases, from the
+        last, that would leave a window too thin to be right (``need_steps``) if all ran in
+        these steps; they wait for the next run. The first phase always runs."""
+        left = self.available()
+        if self.expected_steps is None or left is None or self.live:
+            # In the caller's process (a Keras callback's known batches) no run follows.
+            return {}
+        ctx = self._ctx(spec, step_ns)
+        # The what-ifs fit their blocks to what is left themselves (a what-if without room
+        # is missed, for the next run): planned here, they would drop what-ifs for good.
+        running = [p for p in self.phases if p.applies_to(spec) is None and p.name != LAST]
+        saved = {p.name: p.budget for p in self.phases}
+        deferred: dict[str, str] = {}
+        while len(running) > 1:
+            blocks = sum(1 for p in running if self._instrumented(p, spec))
+            slots = schedule.plan(
+                running,
+                ctx,
+                timed_steps=self.timed_steps,
+                available=max(left - blocks * self.ref_steps(step_ns), 0),
+                scale=scale,
+                floors=SCRIPT_FLOORS,
+                extra_s=EXTRA_S,
+                targets=SCRIPT_TARGETS,
+                rewarm_s=REWARM_S,
+            )
+            thin = [
+                p.name
+                for p in running
+                if p.name in slots
+                and slots[p.name].window < min(need_steps(p, step_ns, self.options), left)
+            ]
+            if not thin:
+                break
+            last = running.pop()
+            deferred[last.name] = (
+                f"left for another run of the script: its {left + self.driver.done:,} steps "
+                f"hold the windows of {', '.join(p.name for p in running)} at what each needs"
+            )
+        for p in self.phases:  # plan() set the budgets: the phases' loop plans again
+            p.budget = saved[p.name]
+        if deferred and any(p.name == LAST and p.applies_to(spec) is None for p in self.phases):
+            deferred[LAST] = "left for another run of the script, after the phases it measures"
+        return deferred
 
     def _phase(self, phase: Phase, ctx: PhaseContext, planned: int) -> PhaseRecord:
         d = self.driver
@@ -433,6 +644,8 @@ class Schedule:
             )
         try:
             record = run_phase(phase, ctx, self.sched, planned)
+            if phase.name == "timed" and record.status == OK and self.sched.cpu is not None:
+                record = dataclasses.replace(record, data=self.sched.cpu)
         except ScriptEnded:
             return PhaseRecord(
                 phase.name,
@@ -445,10 +658,37 @@ class Schedule:
             record = dataclasses.replace(record, window=window)
             if planned and window.n_steps < planned:
                 cut = f"the script ended after {window.n_steps} of this window's {planned} steps"
+                # No run of the script has more steps than this one had after its warm-up:
+                # a window that took them all is as good as another run would give.
+                most = max(d.done - self.out.warmup.n_steps - phase.budget.rewarm, 1)
+                need = min(need_steps(phase, ctx.step_ns, self.options), most)
+                thin = record.status == OK and window.n_steps < need and not self.live
+                if thin:
+                    cut += f", fewer than the {need} it needs to be right"
                 record = dataclasses.replace(
-                    record, reason=f"{record.reason}; {cut}" if record.reason else cut
+                    record, reason=f"{record.reason}; {cut}" if record.reason else cut, missed=thin
                 )
-        return record
+        return self._few_samples(record)
+
+    def _few_samples(self, record: PhaseRecord) -> PhaseRecord:
+        """A sampled window with fewer main-thread samples than ``ENOUGH_SAMPLES`` (a short
+        loop, or py-spy starved of a core on a busy machine) is thin: another run of the
+        script adds its samples (``sampled.combine``). Not where the run was given its rate."""
+        if (
+            record.name != "sampled"
+            or record.status != OK
+            or record.missed
+            or self.live
+            or self.options.get("sample_rate")
+        ):
+            return record
+        n = sampled_mod.main_samples(record.samples)
+        if n >= sampled_mod.ENOUGH_SAMPLES:
+            return record
+        few = f"{n} main-thread samples, fewer than the {sampled_mod.ENOUGH_SAMPLES} it needs"
+        return dataclasses.replace(
+            record, reason=f"{record.reason}; {few}" if record.reason else few, missed=True
+        )
 
     def _ended(self, where: str) -> str:
         d = self.driver

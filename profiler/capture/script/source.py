@@ -22,7 +22,9 @@ those of the file, so tracebacks and line tables read as usual.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,8 +106,9 @@ def load(path: Path) -> Source:
         raise ScriptError(f"cannot read {path}: {exc.strerror or exc}") from None
     if b"\0" in data:
         raise ScriptError(f"{path} is not a Python script: it holds binary data (NUL bytes)")
+    text = _decode(path, data)
     try:
-        tree = ast.parse(data, filename=str(path))
+        tree = ast.parse(text, filename=str(path))
         # Some errors (``return`` outside a function, bad ``nonlocal``) appear only on compile.
         compile(tree, str(path), "exec", dont_inherit=True)
     except SyntaxError as exc:
@@ -114,6 +117,35 @@ def load(path: Path) -> Source:
     except (ValueError, UnicodeError) as exc:
         raise ScriptError(f"{path} is not a Python script: {exc}") from None
     return Source(path, tree)
+
+
+def _decode(path: Path, data: bytes) -> str:
+    """The script's text, decoded as ``python SCRIPT`` decodes it (PEP 263).
+
+    UTF-8 unless a coding line (or a BOM) says otherwise, every byte strict: ``ast.parse`` of
+    the bytes checks only string literals and names, so a stray Latin-1 byte in a comment would
+    run here where ``python`` refuses the file.
+
+    Raises:
+        ScriptError: an unknown or conflicting encoding, or bytes the encoding cannot decode.
+    """
+    try:
+        encoding, _lines = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        if exc.msg.startswith("invalid or missing encoding"):
+            encoding = "utf-8"  # the first lines are not UTF-8: the strict decode says where
+        else:
+            raise ScriptError(f"{path} is not a Python script: {exc.msg}") from None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        where = f"byte 0x{data[exc.start]:02x} on line {line}"
+        if encoding.startswith("utf-8"):
+            what = f"it is not UTF-8 text and declares no encoding ({where}; see PEP 263)"
+        else:
+            what = f"it is not {encoding} text as its coding line says ({where})"
+        raise ScriptError(f"{path} is not a Python script: {what}") from None
 
 
 # --- --step-function ----------------------------------------------------------------------
@@ -309,6 +341,8 @@ class LoopSite:
     updates: bool = False
     #: The script's own functions its body calls directly (``train_step``), in order.
     calls: tuple[str, ...] = ()
+    #: Its last line (the loops inside it are between ``line`` and this, in ``function``).
+    end_line: int = 0
 
 
 #: Names (identifiers, attributes, keywords; lower-cased) that mark a loop as training: anywhere
@@ -368,8 +402,13 @@ def _updates(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
     return False
 
 
-def _calls(loop: ast.For | ast.AsyncFor | ast.While, defined: set[str]) -> tuple[str, ...]:
-    """The script's own functions (``defined``) the loop's own body calls, in order."""
+def _calls(
+    loop: ast.For | ast.AsyncFor | ast.While,
+    defined: set[str],
+    aliases: dict[str, str] | None = None,
+) -> tuple[str, ...]:
+    """The script's own functions (``defined``) the loop's own body calls, in order; a call
+    through a parameter whose default is one of them (``train_fn=train``) counts as that."""
     out: list[str] = []
     for n in sorted(
         (n for n in _direct(loop) if isinstance(n, ast.Call)),
@@ -377,9 +416,24 @@ def _calls(loop: ast.For | ast.AsyncFor | ast.While, defined: set[str]) -> tuple
     ):
         f = n.func
         name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        if isinstance(f, ast.Name) and aliases and name in aliases:
+            name = aliases[name]
         if name in defined and name not in out:
             out.append(name)
     return tuple(out)
+
+
+def _aliases(fn: ast.FunctionDef | ast.AsyncFunctionDef, defined: set[str]) -> dict[str, str]:
+    """A function's parameters whose default is one of the script's functions, by name."""
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(
+        zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+    )
+    pairs += [
+        (a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    ]
+    return {a.arg: d.id for a, d in pairs if isinstance(d, ast.Name) and d.id in defined}
 
 
 def _names(node: ast.AST) -> list[str]:
@@ -413,13 +467,16 @@ def mark_loops(src: Source) -> list[LoopSite]:
         n.name for n in ast.walk(src.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
 
-    def mark(stmts: list[ast.stmt], depth: int, function: str) -> None:
+    def mark(
+        stmts: list[ast.stmt], depth: int, function: str, aliases: dict[str, str] | None = None
+    ) -> None:
         i = 0
         while i < len(stmts):
             stmt = stmts[i]
-            inner_depth, inner_function = depth, function
+            inner_depth, inner_function, inner_aliases = depth, function, aliases
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inner_depth, inner_function = 0, stmt.name
+                inner_aliases = _aliases(stmt, defined)
             elif isinstance(stmt, ast.ClassDef):
                 inner_depth, inner_function = 0, function
             if isinstance(stmt, _LOOPS):
@@ -434,17 +491,18 @@ def mark_loops(src: Source) -> list[LoopSite]:
                         function,
                         _trains(stmt),
                         _updates(stmt),
-                        _calls(stmt, defined),
+                        _calls(stmt, defined, aliases),
+                        stmt.end_lineno or stmt.lineno,
                     )
                 )
                 for inner in _statement_lists(stmt):
-                    mark(inner, depth + 1, function)
+                    mark(inner, depth + 1, function, aliases)
                 stmt.body.insert(0, _loop_call(LOOP_MARK, k, stmt))
                 stmts.insert(i + 1, _loop_call(LOOP_END, k, stmt))
                 i += 2
                 continue
             for inner in _statement_lists(stmt):
-                mark(inner, inner_depth, inner_function)
+                mark(inner, inner_depth, inner_function, inner_aliases)
             i += 1
 
     mark(src.tree.body, 0, "<module>")

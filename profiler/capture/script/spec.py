@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from profiler.capture.loop import Loop, Params, WorkloadSpec
 from profiler.capture.script import source
+from profiler.model.text import shown
 from profiler.redact import redact_argv
 
 
@@ -55,6 +56,9 @@ class ScriptSpec(WorkloadSpec):
 
     #: The module the runner starts for this workload (``python -m``).
     WORKER_MODULE: ClassVar[str] = "profiler.capture.script"
+    #: The variable the script's process reads the script's arguments from (its spec file
+    #: holds them redacted: ``profiler.redact``); dropped before the script runs.
+    ARGV_ENV: ClassVar[str] = "PROFILER_SCRIPT_ARGV"
 
     def worker_options(self) -> dict[str, Any]:
         """What the script process needs (``WorkerSpec.options["script"]``)."""
@@ -122,8 +126,10 @@ class ScriptSpec(WorkloadSpec):
             )
         args = " ".join(redact_argv(argv))
         return cls(
-            name=path.name,
-            title=f"your script {script}{' ' + args if args else ''}",
+            # Shown text (profiler.model.text): a name with bytes that are not UTF-8 is
+            # written with them escaped; path, argv0 and argv stay as given, to run the script.
+            name=shown(path.name),
+            title=shown(f"your script {script}{' ' + args if args else ''}"),
             doc="",
             seed="",
             framework="script",

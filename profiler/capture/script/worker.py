@@ -19,8 +19,15 @@ calls ``sys.exit(0)``      ``exit`` with its code                     ok       0
 calls ``sys.exit(n)``      ``exit`` with its code (n != 0, a message)  failed   1
 raises                     ``raised``, the traceback's tail           failed   1
                            (the script's frames, not ours)
+runs out of memory         ``raised``: "ran out of memory" with the    failed   1
+(MemoryError, TensorFlow's resident size; ``memory.out_of_memory``
+ResourceExhaustedError)
 is stopped (SIGTERM)       ``interrupted``                            partial  130
 =========================  =========================================  =======  ======
+
+A process killed outside Python (the out-of-memory killer's SIGKILL) keeps its memory record so
+far: the sampler writes it to the workload's folder as it goes (``profiler.capture.memory``),
+and the runner reads it back (``profiler.processes.launch``).
 
 Standard input is not connected (the runner gives ``/dev/null`` unless ``--stdin FILE``): a
 script that reads it gets end-of-file, and the message says so and how to give it its input.
@@ -31,6 +38,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import importlib.machinery
+import json
 import os
 import signal
 import sys
@@ -40,17 +48,21 @@ import types
 from pathlib import Path
 from typing import Any
 
-from profiler import lifetime, markers
+from profiler import lifetime, markers, redact
+from profiler.capture.gc_pauses import GcRecorder
+from profiler.capture.memory import RssSampler
 from profiler.capture.phases import sampled
 from profiler.capture.schedule import ERROR_TAIL_LINES
 from profiler.capture.script import detect, source
 from profiler.capture.script.driver import Interrupted, StepDriver, StopScript, blocks
 from profiler.capture.script.facts import main_source
 from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule
+from profiler.capture.script.spec import ScriptSpec
 from profiler.capture.worker import ERROR_FILE, MODEL_FILE, WorkerSpec, progress_writer
 from profiler.clock import now_ns
 from profiler.model import FAILED, OK, PARTIAL, WorkloadTrace
 from profiler.model.atomic import atomic_write_text
+from profiler.model.text import shown
 from profiler.redact import redact_argv
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -60,6 +72,21 @@ _OURS = (str(Path(__file__).resolve().parent), str(Path(markers.__file__).resolv
 JOIN_TIMEOUT_S = 60.0
 #: Blocks of steps a run without epochs is cut into for ``script.blocks``.
 BLOCKS = 10
+#: Exceptions that say the process ran out of memory (by class name, anywhere in the MRO:
+#: numpy's ``_ArrayMemoryError`` is a MemoryError; TensorFlow's allocator raises
+#: ``ResourceExhaustedError``, an ``OpError``).
+OUT_OF_MEMORY = ("MemoryError", "ResourceExhaustedError", "OutOfMemoryError")
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """The out-of-memory exception class ``exc`` is (its name), or None."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    return next((n for n in OUT_OF_MEMORY if n in names), None)
+
+
+def megabytes(b: float) -> str:
+    """``2,636 MB``."""
+    return f"{b / 2**20:,.0f} MB"
 
 
 class WatchedStdin:
@@ -104,13 +131,15 @@ def script_traceback(exc: BaseException, lines: int | None = None) -> str:
 
 @dataclasses.dataclass
 class Ending:
-    """How the script ended."""
+    """How the script ended (until it has: ``running``, in the partial traces written while it
+    runs; a process that dies without its ending keeps that, and the runner says how it
+    ended)."""
 
-    reason: str = "completed"
+    reason: str = "running"
     status: str = OK
     exit_code: int | None = None
     error: str = ""
-    message: str = ""
+    message: str = "the script was still running when this record was written"
 
 
 #: Lines of an exception's text that head it without saying what went wrong (TensorFlow's
@@ -136,6 +165,11 @@ class ScriptRun:
 
         self.wspec = wspec
         self.opts: dict[str, Any] = dict(wspec.options.get("script") or {})
+        given = os.environ.pop(ScriptSpec.ARGV_ENV, None)
+        if given is not None:  # the script's arguments as given (the spec holds them redacted)
+            self.opts["argv"] = json.loads(given)
+        #: Text from the script is recorded without these (profiler.redact).
+        self.secrets = redact.known_secrets(self.opts.get("argv") or [])
         self.options = {k: v for k, v in wspec.options.items() if k != "script"}
         self.workload_dir = Path(wspec.workload_dir)
         self.tensorboard_dir = Path(wspec.tensorboard_dir)
@@ -159,6 +193,12 @@ class ScriptRun:
         self.schedule: Schedule | None = None
         self.in_script = False
         self.stop_requested = False
+        #: The resident memory over the steps (``profiler.capture.memory``).
+        self.memory: RssSampler | None = None
+        #: How the script ran out of memory (``memory.out_of_memory``), None if it did not.
+        self.oom: dict[str, Any] | None = None
+        #: The cyclic GC's pauses over the run (``profiler.capture.gc_pauses``).
+        self.gc: GcRecorder | None = None
         #: Inside the caller's process (``profiler.capture.live``), not a process of its own.
         self.live = False
 
@@ -197,22 +237,42 @@ class ScriptRun:
             self.loops = detect.LoopMarks(self.driver, source.mark_loops(src), choose)
         return src.compile(), src
 
-    def module_target(self, code: Any) -> tuple[Any, Any]:
-        """(code to run, a function line_profiler can be given for the script's own lines).
+    def module_target(self, code: Any) -> tuple[Any, list[Any]]:
+        """(code to run, functions line_profiler can be given for the script's own lines: its
+        module code and every function and class body the script defines).
 
-        line_profiler rewrites a code object the first time it is registered; registering it
-        here, before it runs, makes the running code the registered one, so the lines phase
-        can later profile the script's module-level loop while it runs.
+        line_profiler rewrites a code object the first time it is registered; registering each
+        here, before it runs (the nested ones replaced in their parent's constants), makes the
+        running code the registered one, so the lines phase can later profile the script's
+        loop while it runs, at module level or inside a function that was called once and is
+        still running (a ``train()`` whose loop saves a checkpoint every 10th step).
         """
         if "lines" not in self.wspec.phases:
-            return code, None
+            return code, []
         try:
             from line_profiler import LineProfiler
         except ImportError:
-            return code, None
-        fn = types.FunctionType(code, {})
-        LineProfiler().add_callable(fn)
-        return fn.__code__, types.FunctionType(fn.__code__, {})
+            return code, []
+        registered: list[Any] = []
+
+        def holder(c: types.CodeType) -> Any:
+            cells = tuple(types.CellType() for _ in c.co_freevars)
+            return types.FunctionType(c, {}, None, None, cells)
+
+        def register(c: types.CodeType) -> types.CodeType:
+            consts = tuple(register(k) if isinstance(k, types.CodeType) else k for k in c.co_consts)
+            fn = holder(c.replace(co_consts=consts))
+            LineProfiler().add_callable(fn)
+            registered.append(fn.__code__)
+            return fn.__code__
+
+        try:
+            top = register(code)
+        except Exception:  # the module's own lines only, as line_profiler always could
+            fn = types.FunctionType(code, {})
+            LineProfiler().add_callable(fn)
+            return fn.__code__, [types.FunctionType(fn.__code__, {})]
+        return top, [holder(c) for c in reversed(registered)]
 
     def globals(self, code_doc: str | None) -> dict[str, Any]:
         g: dict[str, Any] = {
@@ -243,7 +303,7 @@ class ScriptRun:
 
     def run(self) -> int:
         code, src = self.compile()
-        code, module_fn = self.module_target(code)
+        code, module_fns = self.module_target(code)
         if self.opts.get("graph_mode"):
             self.graph_mode()
         if self.marked:
@@ -276,7 +336,7 @@ class ScriptRun:
             # The decorator appends the step function to this list when the script defines it;
             # the schedule reads it after the warm-up.
             line_targets=self.step_targets,
-            module_target=module_fn,
+            module_targets=module_fns,
             # A script that imports a heavy framework itself starts without --native at once.
             allow_native=(
                 not (src.imports() & source.FRAMEWORKS)
@@ -286,8 +346,18 @@ class ScriptRun:
             write=self.write_partial,
         )
         self._enter_script_world(module)
+        # A first record before the script runs: a process killed before the warm-up's
+        # snapshot (an out-of-memory kill in its first steps) still leaves a trace, which the
+        # runner completes with the memory record kept so far.
+        self.write_partial(self.schedule.out)
         thread = threading.Thread(target=self.schedule.run, name="profiler-schedule", daemon=True)
         thread.start()
+        # The record so far goes to the workload's folder as it is sampled: a process the
+        # out-of-memory killer ends keeps it (profiler.capture.memory).
+        self.memory = RssSampler(self.clock, lambda: self.driver.done, spill=self.workload_dir)
+        self.memory.start()
+        self.gc = GcRecorder(self.clock)
+        self.gc.start()
         self.start_ns = self.clock()
         self.in_script = True
         pid = os.getpid()
@@ -303,6 +373,8 @@ class ScriptRun:
             self.in_script = False
             self.end_ns = self.clock()
             self.ending = self._ending(None)
+        self.memory.stop()
+        self.gc.stop()
         self._leave_script_world()
         # The schedule removes the phase in progress and records the rest as skipped.
         self.driver.script_ended(self.ending.reason)
@@ -385,7 +457,10 @@ class ScriptRun:
                 print(code, file=sys.stderr)
             number = code if isinstance(code, int) else 1
             return Ending("exit", FAILED, exit_code=number, error=msg, message=msg)
-        if isinstance(exc, (Interrupted, KeyboardInterrupt)):
+        # The script process runs in a session of its own: Ctrl-C on the terminal reaches the
+        # runner, which stops the script with SIGTERM (Interrupted). A KeyboardInterrupt here
+        # is the script's own (raised, or a SIGINT sent to it): recorded as it raised.
+        if isinstance(exc, Interrupted):
             return Ending(
                 "interrupted",
                 PARTIAL,
@@ -395,6 +470,9 @@ class ScriptRun:
         print(full, file=sys.stderr)
         tail = script_traceback(exc, ERROR_TAIL_LINES)
         head = f"the script raised {type(exc).__name__} after {steps} steps"
+        oom = out_of_memory(exc)
+        if oom is not None:
+            head = self._out_of_memory(oom, steps)
         if "not compatible with eager execution" in str(exc) and not self.opts.get("graph_mode"):
             head += (
                 "; it is TensorFlow 1 graph code, which TensorFlow 2 runs eagerly: --graph-mode "
@@ -409,6 +487,34 @@ class ScriptRun:
         first = f"{head}: {said}" if said else f"{head}:"
         return Ending("raised", FAILED, error=f"{first}\n{tail}", message=head)
 
+    def _out_of_memory(self, name: str, steps: int) -> str:
+        """``the script ran out of memory: it raised MemoryError after 41 steps, with 2,636 MB
+        resident`` (the runner adds what grew); the memory record says so
+        (``memory.out_of_memory``)."""
+        rss = None
+        if self.memory is not None and self.memory.available:
+            self.memory.stop()  # its last sample is the size the script ran out at
+            rss = self.memory.rss[-1] if self.memory.rss else None
+        # The keys of ``profiler.processes.crash.OutOfMemory``, which the runner reads.
+        self.oom = {
+            "how": name,
+            "rss_bytes": rss,
+            "steps": steps,
+            "confirmed": True,
+            "evidence": f"it raised {name}",
+        }
+        at = f", with {megabytes(rss)} resident" if rss is not None else ""
+        return f"the script ran out of memory: it raised {name} after {steps} steps{at}"
+
+    def memory_record(self) -> dict[str, Any] | None:
+        """The trace's ``script.memory``; ``out_of_memory`` where the script ran out of it."""
+        if self.memory is None:
+            return None
+        rec = self.memory.record()
+        if self.oom is not None and rec.get("measured"):
+            rec["out_of_memory"] = dict(self.oom)
+        return rec
+
     # --- the trace --------------------------------------------------------------------------
 
     def info(self, out: Outcome) -> dict[str, Any]:
@@ -418,6 +524,11 @@ class ScriptRun:
         detected = d.done > 0
         notes = [*out.notes, *d.facts.notes]
         message = e.message
+        if self.stdin is not None and self.stdin.was_read and "standard input" not in message:
+            message += (
+                "; it read standard input, which is not connected (it got end of file): give "
+                "it its input with --stdin FILE"
+            )
         if not detected and e.reason != "interrupted":
             message = f"{message}; {NOT_DETECTED}" if message else NOT_DETECTED
             hint = self.loops.suggestion() if self.loops is not None else ""
@@ -425,11 +536,8 @@ class ScriptRun:
                 message += f"; {hint}"
         elif out.missed and self.live:
             message += f"; {' and '.join(out.missed)} got no steps (see the phases)"
-        elif out.missed:
-            message += (
-                f"; {' and '.join(out.missed)} got no steps: --repeat 1 measures "
-                f"{'them' if len(out.missed) > 1 else 'it'} in another run of the script"
-            )
+        # A script process's missed phases are said by its runner, which may run it again
+        # (profiler.processes.rerun).
         return {
             "path": str(self.path),
             "argv": redact_argv(self.opts.get("argv", [])),
@@ -457,7 +565,7 @@ class ScriptRun:
             "steps": d.done,
             "ended": e.reason,
             "exit_code": e.exit_code,
-            "message": message,
+            "message": redact.redact_text(message, self.secrets),
             "wall_s": round(max(self.end_ns - self.start_ns, 0) / 1e9, 3),
             "stdin_read": bool(self.stdin is not None and self.stdin.was_read),
             "plan": out.plan,
@@ -470,7 +578,10 @@ class ScriptRun:
             "auto_step": self.loops.record() if self.loops is not None else None,
             "keras_calls": {k: v.to_json() for k, v in d.facts.keras_calls.items()},
             "time": self.time_budget(),
+            "memory": self.memory_record(),
+            "gc": self.gc.record().to_json() if self.gc is not None else None,
             "blocks": self.step_blocks(out),
+            "functions_eagerly": _functions_eagerly(),
             "fit": {
                 k: v
                 for k, v in d.facts.fit.items()
@@ -494,6 +605,9 @@ class ScriptRun:
             if rec.name != "timed" and rec.window is not None
             for seg in rec.window.segments
         ]
+        # The steps each phase but timed held beyond its window (what-if blocks, whose
+        # variant steps are another loop; hooks' on/off blocks).
+        busy += [span for name, span in out.held.items() if name != "timed" and span[1] > span[0]]
         for r in rows:
             r["instrumented"] = any(a <= r["to_step"] and r["from_step"] < b for a, b in busy)
         return rows
@@ -524,6 +638,7 @@ class ScriptRun:
             status=status,
             error=error,
             script=self.info(out),
+            references=tuple(out.references),
         )
 
     def write_partial(self, out: Outcome) -> None:
@@ -532,16 +647,30 @@ class ScriptRun:
     def finish(self) -> int:
         out = self.schedule.out if self.schedule is not None else Outcome()
         e = self.ending
-        status, error = e.status, e.error
+        status, error = e.status, redact.redact_text(e.error, self.secrets)
         if out.error and status == OK:
             status, error = FAILED, out.error
         trace = self.trace(out, status, error)
         trace.save(self.workload_dir / MODEL_FILE)
+        if self.memory is not None:
+            self.memory.drop_spill()  # the trace holds the whole record now
         if status == FAILED:
-            atomic_write_text(self.workload_dir / ERROR_FILE, error + "\n")
+            atomic_write_text(self.workload_dir / ERROR_FILE, shown(error) + "\n")
         if status == PARTIAL:
             return EXIT_INTERRUPTED
         return EXIT_OK if status == OK else EXIT_FAILED
+
+
+def _functions_eagerly() -> bool | None:
+    """Whether ``tf.config.run_functions_eagerly(True)`` was in force when the script ended
+    (None: TensorFlow was never imported)."""
+    tf = sys.modules.get("tensorflow")
+    if tf is None:
+        return None
+    try:
+        return bool(tf.config.functions_run_eagerly())
+    except Exception:  # a TensorFlow without it
+        return None
 
 
 def ast_docstring(src: source.Source) -> str | None:
@@ -566,6 +695,13 @@ def main(argv: list[str] | None = None) -> int:
         run.start_heartbeat()
         return run.run()
     except source.ScriptError as exc:  # the file changed since the parent checked it
-        atomic_write_text(workload_dir / ERROR_FILE, f"{exc}\n")
+        atomic_write_text(workload_dir / ERROR_FILE, shown(f"{exc}\n"))
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:  # its folder cannot hold its trace (a full disk): one line
+        print(
+            f"the script's process could not write its trace in {workload_dir}: "
+            f"{exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return EXIT_FAILED

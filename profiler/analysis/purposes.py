@@ -1,0 +1,66 @@
+"""Kernels by purpose: what a step's TensorFlow kernels are for.
+
+Place in the pipeline: pure analysis over the framework phase's op table
+(``profiler.model.records.OpTable``), used by the diagnoses: "compute-bound" means the model's
+arithmetic, and kernels that write summaries, save checkpoints, feed the input pipeline, move
+variables or talk to other workers are advice of another kind (do them less often, or
+elsewhere). Classification is data: ``RULES``, an ordered table of (pattern on the op's type,
+purpose), the first match wins; an op no rule names is the model's arithmetic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+ARITHMETIC = "arithmetic"
+SUMMARIES = "summaries"
+FILES = "checkpoints and files"
+INPUT = "input pipeline"
+STATE = "variables and state"
+COMMUNICATION = "communication"
+
+#: (pattern on the kernel's op type, purpose), first match wins.
+RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Summary|^Write(Scalar|Histogram|Image|Audio|Graph|RawProto)|^Print(V2)?$|"
+                r"^StringFormat$|^Flush(Summary)?Writer$"), SUMMARIES),
+    (re.compile(r"^(SaveV2|RestoreV2|Save|SaveSlices|Restore|RestoreSlice|MergeV2Checkpoints|"
+                r"ShardedFilename|WriteFile|ReadFile|StringJoin)$"), FILES),
+    (re.compile(r"Iterator|Dataset|GetNext|^(Py|EagerPy)Func|^Decode|^Parse(Single)?Example|"
+                r"^Queue|^ReaderRead"), INPUT),
+    (re.compile(r"Collective|AllReduce|^(Send|Recv|_Send|_Recv|_HostSend|_HostRecv)$"),
+     COMMUNICATION),
+    (re.compile(r"^(ReadVariableOp|VarHandleOp|VariableV2|Variable|AssignVariableOp|Assign|"
+                r"Identity|IdentityN|Const|NoOp|_Arg|_Retval|VarIsInitializedOp|"
+                r"DestroyResourceOp)$"), STATE),
+)  # fmt: skip
+#: The purposes whose time is not the model's arithmetic, in the order the advice names them.
+OTHERS = (SUMMARIES, FILES, INPUT, STATE, COMMUNICATION)
+#: What to do about a purpose's kernels when they are a large part of the step.
+ADVICE = {
+    SUMMARIES: "write the summaries every N steps, not every step (fetch the merged summary "
+    "op only when step % N == 0, or tf.summary under tf.summary.record_if)",
+    FILES: "save checkpoints and files every N steps or epochs, not every step",
+    INPUT: "move the input work out of the step: a tf.data pipeline with map(num_parallel_calls) "
+    "and prefetch, or .cache() after a deterministic map",
+    STATE: "keep the variables' reads and assignments inside one tf.function or graph call "
+    "rather than one call each",
+    COMMUNICATION: "fewer, larger all-reduces: larger batches per worker or gradient accumulation",
+}
+
+
+def purpose(op_type: str) -> str:
+    """The purpose of a kernel of op type ``op_type`` (``RULES``)."""
+    for pattern, what in RULES:
+        if pattern.search(op_type):
+            return what
+    return ARITHMETIC
+
+
+def shares(rows: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """Each purpose's share of kernel time, from (op type, share of kernel time) rows."""
+    out: dict[str, float] = {}
+    for op_type, share in rows:
+        what = purpose(op_type)
+        out[what] = out.get(what, 0.0) + share
+    return out

@@ -1,0 +1,98 @@
+"""The cyclic garbage collector's diagnosis: a step whose time is the collector's pauses.
+
+Place in the pipeline: analysis (pure), part of the performance diagnoses
+(``profiler.diagnoses.performance`` calls ``gc_facts`` and includes ``RULES``). ``gc_facts``
+reads the GC's pauses inside the timed steps (``profiler.analysis.gc``). The finding fires when
+they are ``GC_SHARE`` of the timed window's step time or more; its fix is the one the
+measurement supports: objects freed every step are per-step objects in reference cycles (break
+the cycles); collections that free little spend their time scanning live objects (raise the
+thresholds); full collections holding most of it while freeing little scan what set-up left
+(``gc.freeze()``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from profiler.analysis import gc
+from profiler.diagnoses.engine import Rule
+
+#: The GC's share of the timed steps worth a finding.
+GC_SHARE = 0.20
+#: Objects freed a step above which the steps make cyclic garbage of their own.
+FREED_PER_STEP = 1000
+#: Generation 2's share of the GC time above which what set-up left dominates the scans.
+FULL_SHARE = 0.5
+
+
+def _fix(s: gc.GcSteps) -> str:
+    freed = s.freed / max(s.steps * s.units_per_step, 1)
+    full = s.generation_share(2)
+    fixes = []
+    if freed >= FREED_PER_STEP:
+        fixes.append(
+            f"the collector freed {freed:,.0f} objects a step: each step's objects are in "
+            "reference cycles (a closure or a back-reference to its own object, a node and its "
+            "parents); break the cycles (weakref, or drop the references once the step is "
+            "done) so reference counting frees them without a collection; or, keeping "
+            f"them, gc.disable() and one gc.collect() a step instead of "
+            f"{s.per_step_collections:,.1f} collections"
+        )
+    elif full >= FULL_SHARE:
+        # Only where the full collections free little: they scan live objects, which
+        # gc.freeze() takes out of the scans if set-up made them (a step's own garbage, no).
+        fixes.append(
+            f"{100 * full:.0f}% of the GC time is full (generation-2) collections scanning "
+            "every live object: call gc.freeze() after set-up so the objects alive then are "
+            "left out of the scans"
+        )
+    if not fixes:
+        fixes.append(
+            f"{s.per_step_collections:,.1f} collections a step free {freed:,.0f} objects: "
+            "raise the thresholds (gc.set_threshold(50_000, 50, 100), say) so fewer "
+            "collections scan the step's live objects"
+        )
+    return "; ".join(fixes) + "."
+
+
+def gc_facts(f: dict[str, Any], trace: Any) -> None:
+    """The GC's pauses inside the timed steps (``profiler.analysis.gc``)."""
+    s = gc.analyse(trace)
+    if s is None:
+        return
+    f["gc_share"] = s.share
+    f["gc_pct"] = 100 * s.share
+    f["gc_us"] = s.per_step_ns / 1e3
+    f["gc_ms"] = s.per_step_ns / 1e6
+    f["gc_collections"] = s.per_step_collections
+    f["gc_full_pct"] = 100 * s.generation_share(2)
+    f["gc_freed"] = s.freed / max(s.steps * s.units_per_step, 1)
+    f["gc_fix"] = _fix(s)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        id="garbage_collection",
+        subject="workload",
+        needs=(
+            "label",
+            "gc_share",
+            "gc_pct",
+            "gc_us",
+            "gc_ms",
+            "gc_collections",
+            "gc_full_pct",
+            "gc_freed",
+            "gc_fix",
+        ),
+        when=lambda f: f["gc_share"] >= GC_SHARE,
+        message=(
+            "{label}: the cyclic garbage collector is {gc_pct:.0f}% of the timed steps' time "
+            "({gc_ms:,.2f} ms a step, {gc_collections:,.1f} collections a step, "
+            "{gc_full_pct:.0f}% of it in full generation-2 collections; gc.callbacks timed "
+            "every collection)."
+        ),
+        fix="{gc_fix}",
+        cost="gc_us",
+    ),
+)

@@ -1,0 +1,249 @@
+"""Drift and intervals: reference blocks, each window against its own neighbours, and every
+share with its interval, on hand-built traces (numbers checked by hand)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from profiler.analysis import attribution, stats
+from profiler.model import ReferenceBlock, Segment, WorkloadTrace
+from profiler.reports import focus_view
+from tests.test_attribution import FRAMEWORK, HOOKS, _sampled, _trace
+from tests.test_rules import NP_STEP, NP_SUM, NUMPY_SO, nat
+
+
+def _block(first: int, durations: list[int], after: str = "", before: str = "") -> ReferenceBlock:
+    bounds = [5_000_000]
+    for d in durations:
+        bounds.append(bounds[-1] + d)
+    return ReferenceBlock(Segment(first, tuple(bounds)), after, before)
+
+
+def _with_blocks(trace: WorkloadTrace, *blocks: ReferenceBlock) -> WorkloadTrace:
+    return replace(trace, references=blocks)
+
+
+def test_median_interval_is_order_statistics_and_the_range_under_six_values() -> None:
+    assert stats.median_interval([5, 1, 3]) == (3, 1, 5)
+    values = list(range(100))
+    med, lo, hi = stats.median_interval(values)
+    # ranks 50 -/+ 0.98 * 10: the 40th and the 60th values.
+    assert (med, lo, hi) == (49, 39, 59)
+
+
+def test_drift_is_the_spread_of_the_uninstrumented_blocks_beyond_their_own_noise() -> None:
+    # The timed window at 1,000 ns a step (steps 3-12); a block of 1,350 ns after the hooks
+    # window (steps 100-104), one of 1,000 ns before it.
+    trace = _with_blocks(
+        _trace([1000] * 10, HOOKS),
+        _block(90, [1000] * 6, "timed", "hooks"),
+        _block(106, [1350] * 6, "hooks", ""),
+    )
+    d = stats.drift(trace)
+    assert d is not None
+    assert [b.label for b in d.blocks] == ["timed", "after timed", "after hooks"]
+    assert d.ratio == pytest.approx(1.35)
+    assert d.interval == (pytest.approx(1.35), pytest.approx(1.35))
+    near = d.neighbours["hooks"]
+    assert (near.before.first_step, near.after.first_step) == (90, 106)
+    assert near.step_ns == (1000 + 1350) // 2
+    # Noisy blocks: the lower end is what their own noise cannot explain.
+    noisy = _with_blocks(
+        _trace([1000] * 10, HOOKS),
+        _block(90, [900, 1000, 1100], "timed", "hooks"),
+        _block(106, [1000, 1100, 1200], "hooks", ""),
+    )
+    nd = stats.drift(noisy)
+    assert nd is not None and nd.ratio == pytest.approx(1.1)
+    assert nd.interval[0] == 1.0 and nd.interval[1] == pytest.approx(1200 / 900)
+
+
+def test_blocks_of_another_run_of_the_script_are_not_drift() -> None:
+    # A re-run marks its steps another way (a traced line): 1,500 ns there is no drift.
+    trace = _with_blocks(
+        _trace([1000] * 10, replace(HOOKS, repeat=1)),
+        replace(_block(90, [1500] * 6, "", "hooks"), repeat=1),
+        replace(_block(106, [1500] * 6, "hooks", ""), repeat=1),
+    )
+    d = stats.drift(trace)
+    assert d is not None and d.ratio == 1.0 and d.repeat == 0
+    assert d.neighbours["hooks"].step_ns == 1500
+    assert d.speed_ratio(["hooks"]) == 1.0
+
+
+def test_no_reference_blocks_no_drift() -> None:
+    assert stats.drift(_trace([1000] * 10, HOOKS)) is None
+
+
+def test_the_hooks_native_call_is_its_share_of_its_neighbours_step() -> None:
+    # The hooks window's native call is 400 ns; its neighbours ran 2,000 ns a step (a loaded
+    # machine then): 20% of a step, so 200 ns of the 1,000 ns timed step, not 400.
+    trace = _with_blocks(
+        _trace([1000] * 10, HOOKS, FRAMEWORK),
+        _block(90, [2000] * 6, "timed", "hooks"),
+        _block(106, [2000] * 6, "hooks", "framework"),
+    )
+    att = attribution.attribute(trace)
+    assert att is not None
+    native = att.typical["compute"] + att.typical["dispatch"]
+    assert native == 200
+    assert sum(att.typical.values()) == 1000
+    assert any("share (20%) of the uninstrumented reference blocks" in n for n in att.notes)
+    # Without the blocks the native call enters absolute.
+    plain = attribution.attribute(_trace([1000] * 10, HOOKS, FRAMEWORK))
+    assert plain is not None
+    assert plain.typical["compute"] + plain.typical["dispatch"] == 400
+
+
+def test_inflation_is_against_the_windows_own_neighbours() -> None:
+    trace = _with_blocks(
+        _trace([1000] * 10, HOOKS),
+        _block(90, [450] * 6, "timed", "hooks"),
+        _block(106, [450] * 6, "hooks", ""),
+    )
+    got = {i.phase: i.ratio for i in stats.inflation(trace, stats.drift(trace))}
+    # The hooks window's 900 ns over its neighbours' 450 (not the timed 1,000).
+    assert got["hooks"] == pytest.approx(2.0)
+
+
+def _numpy_samples() -> tuple:
+    compute = (*NP_SUM, nat("PyUFunc_GenericReduction", NUMPY_SO), nat("DOUBLE_add", NUMPY_SO))
+    dispatch = (*NP_SUM, nat("PyUFunc_GenericReduction", NUMPY_SO))
+    return compute, dispatch
+
+
+def test_sampled_shares_carry_their_binomial_interval() -> None:
+    compute, dispatch = _numpy_samples()
+    rec = _sampled([(compute, 20), (dispatch, 50), (NP_STEP, 30)])
+    att = attribution.attribute(_trace([2000] * 10, rec))
+    assert att is not None
+    # 50 of 100 samples: 1.96 * sqrt(0.25 / 100) = 0.098 each side.
+    lo, hi = att.share_interval["dispatch"]
+    assert (lo, hi) == (pytest.approx(0.402), pytest.approx(0.598))
+    lo, hi = att.share_interval["python"]
+    assert (lo, hi) == (
+        pytest.approx(0.3 - 0.0898, abs=1e-4),
+        pytest.approx(0.3 + 0.0898, abs=1e-4),
+    )
+    # Sampled without native frames: compute is not measured, and has no interval.
+    assert "compute" not in att.share_interval
+    assert att.drift_pts["dispatch"] == 0.0
+    # Constant steps: the typical step's batch-means interval has no width.
+    assert att.reference_interval_ns == (2000, 2000)
+
+
+def test_drift_between_windows_widens_the_shares_taken_from_them() -> None:
+    compute, dispatch = _numpy_samples()
+    rec = _sampled([(compute, 20), (dispatch, 50), (NP_STEP, 30)])
+    # The sampled window's neighbours ran 1.3x the timed window's step.
+    trace = _with_blocks(
+        _trace([2000] * 10, rec),
+        _block(306, [2600] * 6, "sampled", ""),
+    )
+    att = attribution.attribute(trace)
+    assert att is not None
+    # s(1-s)(r-1) / (1 + min(s, 1-s)(r-1)) = 0.075 / 1.15 for dispatch, in quadrature with
+    # the binomial 0.098.
+    assert att.drift_pts["dispatch"] == 6.5
+    half = (0.098**2 + (0.075 / 1.15) ** 2) ** 0.5
+    assert att.share_interval["dispatch"][1] == pytest.approx(0.5 + half, abs=1e-4)
+
+
+def test_the_typical_steps_interval_is_batch_means() -> None:
+    # 100 steps: batches of 5 alternating 900/1100 means (1000 each): no spread between
+    # batches of 5 in a row... a drifting window: first half 1000, second 1200.
+    durations = [1000] * 50 + [1200] * 50
+    lo, hi = attribution.reference_interval(durations, 1100)
+    assert lo < 1100 < hi
+    # Twenty batches, ten at 1000 and ten at 1200: sd 102.6, t(19) 2.093, half 48.0.
+    assert hi - 1100 == pytest.approx(48, abs=1)
+
+
+def _card(compute: float, pm: float, rule: str = "compute_bound") -> tuple[dict, dict]:
+    split = [
+        {
+            "category": "compute",
+            "label": "compute (kernels)",
+            "us": 100.0 * compute,
+            "share": compute,
+            "measured": True,
+            "interval": [compute - pm, compute + pm],
+            "pm": 100 * pm,
+        },
+        {
+            "category": "python",
+            "label": "Python",
+            "us": 100.0 * (1 - compute),
+            "share": 1 - compute,
+            "measured": True,
+            "interval": [1 - compute - pm, 1 - compute + pm],
+            "pm": 100 * pm,
+        },
+    ]
+    split.sort(key=lambda r: -r["us"])
+    card = {"split": split, "findings": [{"message": "m", "fix": "Do X. Then Y.", "rule": rule}]}
+    return card, {"whatif": [], "phases": []}
+
+
+def test_the_verdict_says_when_the_compute_share_straddles_a_threshold() -> None:
+    card, w = _card(0.58, 0.06)
+    text = focus_view._verdict(card, w)
+    assert text.startswith("Verdict: compute (kernels) is 58% ±6 of the step")
+    assert "compute- and overhead-bound are within the noise" in text
+    assert "Do X" not in text
+    assert focus_view.verdict_rule(card, w) == "within_noise"
+    # The overhead-bound threshold (40% overhead) is the compute-bound one's complement: an
+    # overhead-bound finding whose compute share reaches 60% is within the noise too ...
+    card, w = _card(0.57, 0.05, "overhead_bound_session")
+    assert focus_view.verdict_rule(card, w) == "within_noise"
+    text = focus_view._verdict(card, w)
+    assert "57% ±5 of the step: compute- and overhead-bound are within the noise" in text
+    assert "Do X" not in text
+    # ... and at 48% ±5 of kernels (52% overhead) it is clear of both.
+    card, w = _card(0.48, 0.05, "overhead_bound_session")
+    assert focus_view.verdict_rule(card, w) == "overhead_bound_session"
+
+
+def test_a_verdict_clear_of_its_thresholds_quotes_the_finding() -> None:
+    card, w = _card(0.75, 0.05)
+    text = focus_view._verdict(card, w)
+    assert text == (
+        "Verdict: compute (kernels) is 75% ±5 of the step; the top fix, predicted from this "
+        "run's figures: Do X."
+    )
+    assert focus_view.verdict_rule(card, w) == "compute_bound"
+    card, w = _card(0.30, 0.05, "overhead_bound_session")
+    assert focus_view.verdict_rule(card, w) == "overhead_bound_session"
+
+
+def test_within_the_noise_a_finding_that_is_not_about_boundness_still_opens_the_answer() -> None:
+    card, w = _card(0.58, 0.06, "periodic_slow_steps")
+    assert focus_view.verdict_rule(card, w) == "periodic_slow_steps"
+    text = focus_view._verdict(card, w)
+    assert "within the noise" in text and text.endswith("predicted from this run's figures: Do X.")
+
+
+def test_a_step_mostly_unexplained_says_so_before_its_largest_measured_part() -> None:
+    card, w = _card(0.75, 0.05)
+    for r in card["split"]:
+        r.update(us=r["us"] / 100, share=r["share"] / 100)
+    card["split"].append(
+        {"category": "other", "label": "other", "us": 99.0, "share": 0.99, "measured": True}
+    )
+    card["split"].append(
+        {"category": "dispatch", "label": "dispatch", "us": None, "share": 0.0, "measured": False}
+    )
+    card["split"][-1]["why"] = "the framework phase (kernel time)"
+    text = focus_view._verdict(card, w)
+    assert text.startswith(
+        "Verdict: 99% of the step is unexplained (the largest measured part: compute (kernels) "
+        "1% ±5; the framework phase (kernel time) would measure the rest)"
+    )
+    # Nothing measured at all: still one sentence, saying so.
+    card["split"] = card["split"][2:]
+    assert focus_view._verdict(card, w).startswith(
+        "Verdict: no cause of the step was measured, only its time; the framework phase"
+    )
+    assert focus_view.verdict_rule(card, w) == "not_measured"

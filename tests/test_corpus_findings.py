@@ -1,0 +1,148 @@
+"""Findings that hold on kinds of scripts the first corpus did not have, each profiled with no
+options, its truth measured without the profiler (``tests/data/corpus``, each file's docstring).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from profiler.analysis import purposes
+from tests.test_script_run import DATA, cli, only_run
+
+CORPUS = DATA / "corpus"
+
+
+def _findings(run: Path) -> dict[str, dict]:
+    doc = json.loads((run / "summary.json").read_text())
+    return {d["rule"]: d for d in doc["diagnoses"]}
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_summary_kernels_every_step_are_named_not_called_compute_bound(tmp_path: Path) -> None:
+    # Truth (--bench): ~26 ms a step with the merged histograms fetched, ~1.9 ms without.
+    out = cli(tmp_path, str(CORPUS / "tf1_summaries_every_step.py"), timeout=400)
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = _findings(only_run(tmp_path))
+    assert "compute_bound" not in found and "compute_bound_peak" not in found, found.keys()
+    d = found["kernels_not_arithmetic"]
+    assert "for summaries, not the model's arithmetic" in d["message"]
+    assert "HistogramSummary" in d["message"]
+    assert "every N steps" in d["fix"]
+    # The answer opens with it.
+    assert "write the summaries every N steps" in out.stdout.split("report:")[0]
+
+
+@pytest.mark.parametrize(
+    ("op", "what"),
+    [
+        ("HistogramSummary", purposes.SUMMARIES),
+        ("MergeSummary", purposes.SUMMARIES),
+        ("WriteScalarSummary", purposes.SUMMARIES),
+        ("SaveV2", purposes.FILES),
+        ("IteratorGetNext", purposes.INPUT),
+        ("EagerPyFunc", purposes.INPUT),
+        ("ReadVariableOp", purposes.STATE),
+        ("CollectiveReduceV2", purposes.COMMUNICATION),
+        ("MatMul", purposes.ARITHMETIC),
+        ("Conv2D", purposes.ARITHMETIC),
+        ("ResourceApplyAdam", purposes.ARITHMETIC),
+    ],
+)
+def test_kernel_purposes_row_by_row(op: str, what: str) -> None:
+    assert purposes.purpose(op) == what
+
+
+def test_an_evaluation_every_10th_iteration_is_named_with_its_period(tmp_path: Path) -> None:
+    # Truth (--bench, on this machine): a training iteration ~0.16 ms, an evaluating one
+    # 14 ms (90x), the evaluating iterations ~87% of the loop.
+    out = cli(tmp_path, str(CORPUS / "numpy_eval_every_10.py"), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = _findings(only_run(tmp_path))
+    d = found["periodic_slow_steps"]
+    assert d["message"].startswith("numpy_eval_every_10.py: one step in every 10 is ")
+    assert "run it less often" in d["fix"]
+    # The costliest finding: it opens the answer.
+    answer = out.stdout.split("report:")[0]
+    assert answer.index("one step in every 10") < answer.index("what to change") + 200
+
+
+def test_slow_steps_at_a_period_and_without_one() -> None:
+    from profiler.analysis import stats
+
+    base = [100] * 100
+    every7 = [1500 if i % 7 == 3 else 100 for i in range(100)]
+    s = stats.slow_steps(every7)
+    assert s is not None and s.period == 7 and s.first == 3 and s.slow_ns == 1500
+    assert s.excess_share == pytest.approx(14 * 1400 / sum(every7))
+    assert stats.slow_steps(base) is None
+    scattered = list(base)
+    for i in (5, 6, 20, 51, 52, 90):
+        scattered[i] = 900
+    t = stats.slow_steps(scattered)
+    assert t is not None and t.period is None and t.count == 6
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_a_fit_compiled_with_run_eagerly_is_named_by_its_switch(tmp_path: Path) -> None:
+    # Truth (--bench): an epoch ~14x slower with run_eagerly=True than compiled without it.
+    out = cli(tmp_path, str(CORPUS / "keras_fit_run_eagerly.py"), timeout=400)
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = _findings(only_run(tmp_path))
+    d = found["eager_switch"]
+    assert "runs eagerly because of model.compile(..., run_eagerly=True)" in d["message"]
+    assert "without run_eagerly=True" in d["fix"]
+    # Not blamed on fit's per-batch machinery (steps_per_execution cannot help an eager fit).
+    assert "overhead_bound_keras" not in found
+    assert "steps_per_execution" not in out.stdout.split("report:")[0].split("what to change")[-1]
+
+
+def test_a_period_is_found_among_slow_steps_a_busy_machine_scatters() -> None:
+    import random
+
+    from profiler.analysis import stats
+
+    rng = random.Random(0)
+    d = [1500 if i % 10 == 4 else 100 for i in range(2000)]
+    for i in rng.sample(range(2000), 300):  # preempted steps, anywhere (more than the periodic)
+        d[i] = max(d[i], 900)
+    s = stats.slow_steps(d)
+    assert s is not None and s.period == 10 and s.first == 4 and s.count >= 195
+    assert s.slow_ns == 1500
+    # Scattered slow steps alone have no period.
+    noise = [100] * 2000
+    for i in rng.sample(range(2000), 300):
+        noise[i] = 900
+    t = stats.slow_steps(noise)
+    assert t is not None and t.period is None and t.count == 300
+
+
+def _rotate(image):  # as the tf.data guide's py_function map
+    import numpy as np
+
+    angle = np.random.uniform(-30, 30)
+    return image * angle
+
+
+def _augment(image):
+    return _rotate(image) + 1
+
+
+def _decode(image):
+    return image / 255.0
+
+
+def test_a_py_function_drawing_numpy_random_numbers_is_an_augmentation() -> None:
+    # Its random numbers are no graph op: without this, .cache() was advised after a random
+    # rotation (caching would train on one rotation of each image).
+    from profiler.capture.script import pipeline
+
+    assert pipeline._draws_random(_rotate)
+    assert pipeline._draws_random(_augment)  # through a function it calls
+    assert pipeline._draws_random(lambda x: __import__("random").random() * x)
+    assert not pipeline._draws_random(_decode)
+    assert not pipeline._draws_random(None)

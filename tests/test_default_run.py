@@ -1,0 +1,316 @@
+"""No options, a complete answer: short scripts are run again for the phases they missed.
+
+The three scripts of ``tests/data/short`` are a new user's first tries, profiled as they would
+be, with no options: a numpy gradient-descent loop (20,000 steps, ~1 s alone), a TF1 logistic
+regression from a course (~3.5 s alone on a quiet machine) and a TF2 ``tf.function`` loop
+(~13 s alone). Each ends before every phase got its window in one run; the profiler runs it
+again by itself within its budget and merges what each run measured.
+
+Their truths, measured without the profiler (``make bench --scripts`` prints them again): the
+numpy step barely grows with its data (256 rows: 8-16 µs a step; 2,560 rows: ~2.3x that for
+10x the rows), so numpy's per-call cost, not its arithmetic, is most of it; the TF1 and TF2
+steps run TensorFlow kernels, which the framework phase must measure.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from profiler.processes import rerun
+from tests.test_script_run import DATA, cli, only_run, phase, workload
+
+SHORT = DATA / "short"
+
+
+def only_diagnoses(tmp_path: Path) -> list[dict]:
+    doc = json.loads((only_run(tmp_path) / "summary.json").read_text())
+    return list(doc["diagnoses"])
+
+
+def _ok(w: dict) -> set[str]:
+    return {p["name"] for p in w["phases"] if p["status"] == "ok"}
+
+
+def _top(w: dict) -> str:
+    typical = w["attribution"]["typical_us"]
+    measured = {k: v for k, v in typical.items() if v is not None and k != "other"}
+    return max(measured, key=measured.get)
+
+
+def _check_missed(w: dict, may_miss: tuple[str, ...] = ()) -> None:
+    s = w["script"]
+    # A phase in ``may_miss`` may still be missing when the runs used up the budget (beside
+    # the other test worker, the TF1 script's what-if got no steps in its 4th run of a 41 s
+    # budget): the answer then names the run that would measure it and the budget.
+    missed = [m for m in s["missed"] if m not in may_miss]
+    assert missed == [], (s["message"], w["phases"])
+    if s["missed"]:
+        assert "--repeat 1 measures" in s["message"], s["message"]
+        if len(s["runs"]) < rerun.MAX_RUNS:
+            assert "budget" in s["message"], s["message"]
+            assert s["rerun"]["spent_s"] > 0.5 * s["rerun"]["budget_s"], s["rerun"]
+        else:
+            assert f"at most {rerun.MAX_RUNS} times" in s["message"], s["message"]
+
+
+def _check_merged(out, w: dict, may_miss: tuple[str, ...] = ()) -> None:
+    _check_missed(w, may_miss)
+    s = w["script"]
+    assert s["rerun"]["mode"] == "auto" and len(s["runs"]) >= 2
+    # Within the budget the first run set (the last run may be the one that crossed it by
+    # less than a run's length: each run is expected to take as long as the one before).
+    assert s["rerun"]["spent_s"] <= s["rerun"]["budget_s"] + max(r["wall_s"] for r in s["runs"])
+    # One line said it ran again and why; the final lines say what was merged; the
+    # stale "got no steps" hint is gone.
+    assert "again:" in out.stderr and "got no steps" in out.stderr
+    answer = out.stdout.split("report:")[0]
+    assert f"Measured over {len(s['runs'])} runs of the script" in answer
+    if not s["missed"]:
+        assert "got no steps" not in s["message"] and "--repeat" not in answer
+
+
+def test_numpy_gd_with_no_options_measures_every_phase_and_names_numpy_overhead(
+    tmp_path: Path,
+) -> None:
+    out = cli(tmp_path, str(SHORT / "numpy_gd.py"))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    assert _ok(w) == {"timed", "sampled", "lines"}, w["phases"]
+    # Its steps hold 0.15-0.3 s: native samples at up to 300 Hz (the pauses stretch the
+    # window) give ~200-270 a run on a quiet machine; a run with fewer than 50 (py-spy starved
+    # of a core beside other processes: 8 at 100 Hz once) is run again and its samples added,
+    # within the budget; still fewer at the end, the answer says so.
+    sampled = phase(w, "sampled")
+    n = sampled["data"]["samples_in_steps"]
+    _check_merged(out, w, may_miss=("sampled",) if n < 50 else ())
+    assert n >= 5, sampled["data"]
+    assert sampled["data"]["share_interval_pts"] == round(196 * (0.25 / n) ** 0.5, 1)
+    # Later runs take the loop the first one chose as their steps, from its first iteration.
+    assert w["script"]["auto_step"]["chosen_line"] == 12
+    assert w["attribution"]["not_measured"] == {}
+    # The truth: numpy's per-call cost is most of the step, its arithmetic ~15%.
+    share = w["attribution"]["share"]
+    half = sampled["data"]["share_interval_pts"] / 100
+    assert share["dispatch"] + half >= 0.5 and share["compute"] - half <= 0.2, share
+    if n >= 50:
+        assert _top(w) == "dispatch", w["attribution"]
+        rules = {d["rule"] for d in only_diagnoses(tmp_path)}
+        assert "numpy_per_call" in rules, (rules, share)
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_tf1_course_script_with_no_options_measures_its_kernels(tmp_path: Path) -> None:
+    out = cli(tmp_path, str(SHORT / "tf1_logreg.py"), timeout=400)
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    # The kernels (framework) and the Python side (sampled or hooks) are what the answer needs.
+    # On a fast quiet machine the first run's timed window wants ~600 of the script's 331
+    # steps and each later run fits one phase: hooks, lines and the what-if may be left to
+    # --repeat once the budget is spent, which the answer then says.
+    assert {"timed", "framework"} <= _ok(w) and _ok(w) & {"sampled", "hooks"}, w["phases"]
+    _check_merged(out, w, may_miss=("hooks", "lines", "whatif"))
+    att = w["attribution"]
+    assert att["not_measured"] == {}
+    # Kernels measured (not "Python 74%" for want of the framework phase).
+    assert att["typical_us"]["compute"] > 0.1 * w["step_time"]["median_us"], att
+    assert _top(w) != "python", att
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_tf2_function_loop_with_no_options_measures_every_phase(tmp_path: Path) -> None:
+    out = cli(tmp_path, str(SHORT / "tf2_function_loop.py"), timeout=500)
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    assert {"timed", "sampled", "framework", "hooks", "lines"} <= _ok(w), w["phases"]
+    _check_missed(w, may_miss=("whatif",))
+    att = w["attribution"]
+    assert att["not_measured"] == {}
+    # The step's kernels (two 256-wide layers on 128 rows, forward and backward) hold a large
+    # share. Which of compute and Python leads is not stable across runs: compute led in two
+    # clean-clone suites, Python (54%, 67%) in two others, the tf.function call's wait for its
+    # kernels read as Python by the sampled phase; left open (issue 23), held here as compute
+    # being measured as a large share (>= 20%), not as the top.
+    assert att["share"]["compute"] >= 0.20, att  # 0.24 and 0.36 read in the runs Python led
+
+
+# --- the budget, as pure functions -------------------------------------------------------------
+
+
+def test_the_budget_is_3x_plus_20_s_under_30_s_and_1_5x_plus_15_s_from_there() -> None:
+    assert rerun.budget_s(1.0) == 23.0
+    assert rerun.budget_s(29.0) == 107.0
+    # From 30 s: 1.5x + 15 s, never under what a script just under 30 s gets (no cliff).
+    assert rerun.budget_s(30.0) == 110.0 and rerun.budget_s(35.0) == 110.0
+    assert rerun.budget_s(100.0) == 165.0
+
+
+def test_another_run_only_while_it_fits_the_budget_or_as_given() -> None:
+    s = 10**9
+    # 10 s spent and the next run expected to take 10 s more: 20 s fits a 23 s budget; 30 does not.
+    assert rerun.another(None, 0, 10 * s, 10 * s, 23.0)
+    assert not rerun.another(None, 1, 20 * s, 10 * s, 23.0)
+    assert not rerun.another(None, rerun.MAX_RUNS - 1, 0, 0, 1e9)
+    assert not rerun.another(None, 0, 0, 0, None)
+    # --repeat N: N more runs, whatever the budget; --repeat 0: none.
+    assert rerun.another(2, 1, 10**6 * s, s, 1.0) and not rerun.another(2, 2, 0, 0, 1e9)
+    assert not rerun.another(0, 0, 0, 0, 1e9)
+
+
+def test_the_final_message_names_what_is_missing_and_the_repeat_that_measures_it() -> None:
+    assert rerun.message("ran to its end", [], [], 5.0, 10**9, 35.0) == "ran to its end"
+    text = rerun.message("ran", ["lines", "whatif"], [], 40.0, 70 * 10**9, 75.0)
+    assert "lines and whatif got no steps" in text and "--repeat 1 measures them" in text
+    assert "about 70 s, beyond this run's budget of 75 s: 1.5x the script's 40.0 s + 15 s" in text
+    thin = rerun.message("ran", ["sampled"], ["sampled"], None, 10**9, None)
+    assert "sampled got too few samples to be right" in thin and "budget" not in thin
+    both = rerun.message("ran", ["lines", "sampled"], ["lines", "sampled"], None, 10**9, None)
+    assert "lines and sampled got too few steps or samples to be right" in both
+
+
+def test_the_again_line_tells_a_phase_with_no_steps_from_one_with_too_few_samples() -> None:
+    line = rerun.again_line("t.py", ["lines", "sampled"], 20_000, 1, 3 * 10**9, 23.0, ["sampled"])
+    assert line.startswith("profiling t.py again: lines got no steps in its 20,000 steps (it ")
+    assert "ended first); sampled got too few samples to be right; this run fits them" in line
+    assert "(run 2; 3 s so far of a 23 s budget)" in line
+    alone = rerun.again_line("t.py", ["sampled"], 100, 2, 10**9, None, ["sampled"])
+    assert "sampled got too few samples to be right; this run fits it" in alone
+    assert "ended first" not in alone
+
+
+def test_a_thin_sampled_phase_adds_another_runs_samples_until_it_has_enough() -> None:
+    from profiler.capture.collectors.pyspy import MAIN_THREAD
+    from profiler.capture.phases import sampled
+    from profiler.model import OK, Frame, PhaseRecord, Sample
+    from profiler.model.records import SampledData
+
+    def rec(n: int, extra: int, reason: str = "") -> PhaseRecord:
+        f = Frame("step", "t.py", 3)
+        data = SampledData(100, True, "on", False, False, capture_s=0.5, samples=n + extra)
+        samples = (Sample((f,), n, MAIN_THREAD), Sample((f,), extra, "Thread-1"))
+        return PhaseRecord(
+            "sampled",
+            OK,
+            samples=samples,
+            data=data,
+            reason=reason,
+            artefacts=("s.json",),
+            missed=True,
+        )
+
+    half = sampled.ENOUGH_SAMPLES // 2
+    one = sampled.combine(rec(half - 1, 40), rec(half - 1, 40), "samples of repeat 1 added")
+    # Other threads' samples do not count towards the main thread's.
+    assert sampled.main_samples(one.samples) == 2 * half - 2 and one.missed
+    assert one.data.samples == 2 * half - 2 + 80 and one.data.capture_s == 1.0
+    assert one.artefacts == ("s.json", "s.json") and one.reason == "samples of repeat 1 added"
+    two = sampled.combine(one, rec(2, 0), "samples of repeat 2 added")
+    assert sampled.main_samples(two.samples) == 2 * half and not two.missed
+    assert two.reason == "samples of repeat 1 added; samples of repeat 2 added"
+
+
+def test_a_later_run_takes_the_first_runs_loop_as_its_steps() -> None:
+    class T:
+        def __init__(self, script: dict) -> None:
+            self.script = script
+
+    auto = {"chosen_line": 12, "calls": [], "loops": [{"line": 12, "iterations": 900}]}
+    got = rerun.same_steps(T({"steps": 100, "auto_step": auto, "marks": {}}))  # type: ignore[arg-type]
+    assert got == {"step_line": 12, "expected_steps": 1000}
+    # Explicit marks or framework calls as steps: only the count.
+    marked = T({"steps": 100, "auto_step": auto, "marks": {"step_line": 3}})
+    assert rerun.same_steps(marked) == {"expected_steps": 100}  # type: ignore[arg-type]
+    assert rerun.same_steps(T({"steps": 7, "auto_step": None})) == {"expected_steps": 7}  # type: ignore[arg-type]
+
+
+def test_a_loop_that_ended_before_it_was_chosen_is_the_steps_of_a_restart() -> None:
+    class T:
+        def __init__(self, script: dict) -> None:
+            self.script = script
+
+    loops = [{"line": 12, "iterations": 5000}, {"line": 3, "iterations": 8}]
+    auto = {"chosen_line": None, "candidate_line": 12, "loops": loops}
+    got = rerun.restart(T({"steps": 0, "auto_step": auto, "marks": {}}))  # type: ignore[arg-type]
+    assert got == {"step_line": 12, "expected_steps": 5000}
+    # Steps found, the user's own marks, or no loop worth taking: no restart.
+    assert rerun.restart(T({"steps": 40, "auto_step": auto, "marks": {}})) == {}  # type: ignore[arg-type]
+    marked = T({"steps": 0, "auto_step": auto, "marks": {"step_line": 3}})
+    assert rerun.restart(marked) == {}  # type: ignore[arg-type]
+    none = {"chosen_line": None, "candidate_line": None, "loops": loops}
+    assert rerun.restart(T({"steps": 0, "auto_step": none, "marks": {}})) == {}  # type: ignore[arg-type]
+
+
+def test_a_numpy_loop_too_short_to_be_chosen_is_run_again_with_it_as_the_steps(
+    tmp_path: Path,
+) -> None:
+    # 3,000 steps of ~10-40 µs end before the loop watcher's 0.25 s: the first run finds no
+    # steps (on a fast machine the 20,000-step script above did too).
+    text = (SHORT / "numpy_gd.py").read_text().replace("20_000", "3_000")
+    script = tmp_path / "tiny_gd.py"
+    script.write_text(text)
+    out = cli(tmp_path, str(script))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    s = w["script"]
+    if s["runs"][0]["steps"]:
+        # Beside another test process its 3,000 steps outlasted the watcher once: the first
+        # run then chose the loop itself (its steps counted from the choice on: 945 of them
+        # once), and no restart was needed.
+        assert 0 < s["runs"][0]["steps"] <= 3000 and s["auto_step"]["chosen_line"] == 12, s
+        assert "before it was chosen" not in out.stderr
+        return
+    assert "its loop at line 12 ended (3,000 iterations) before it was chosen" in out.stderr
+    assert s["runs"][0]["steps"] == 0 and s["runs"][1]["steps"] == 3000, s["runs"]
+    assert s["auto_step"]["chosen_line"] == 12
+    assert w["step_time"]["median_us"] < 1000, w["step_time"]
+    assert "timed" in _ok(w) and all(p["repeat"] >= 1 for p in w["phases"] if p["status"] == "ok")
+
+
+def test_a_loop_too_fast_to_be_the_steps_stops_being_timed(tmp_path: Path) -> None:
+    # 300,000 iterations of ~0.05 µs (~0.8 µs watched, the watcher's mark included): under
+    # DROP_ITERATION_NS, so after its first timed iterations its marks return at once (timing
+    # every one of 3 million made a 0.8 s script take 8.5 s).
+    from profiler.capture.script import detect
+
+    script = tmp_path / "fast_inner.py"
+    script.write_text(
+        "import math\n"
+        "def work():\n"
+        "    s = 0\n"
+        "    for i in range(300_000):\n"
+        "        s += i\n"
+        "    return s\n"
+        "print(work())\n"
+    )
+    out = cli(tmp_path, str(script))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    (loop,) = [x for x in w["script"]["auto_step"]["loops"] if x["line"] == 4]
+    assert not loop["candidate"] and loop["iterations"] <= detect.EARLY_ITERATIONS + 1, loop
+
+
+def test_a_numpy_loop_of_a_few_microseconds_is_chosen_as_the_steps(tmp_path: Path) -> None:
+    # ~3.8 µs an iteration alone here (4.5-5 µs watched): under the 5 µs the watcher once
+    # required, which made the whole run one step when its first iterations ran fast.
+    script = tmp_path / "few_us.py"
+    script.write_text(
+        "import numpy as np\n"
+        "rng = np.random.default_rng(0)\n"
+        "X = rng.normal(size=(8, 8))\n"
+        "y = np.ones(8)\n"
+        "w = np.zeros(8)\n"
+        "for step in range(300_000):\n"
+        "    w -= 1e-3 * (X.T @ (X @ w - y))\n"
+        "print(float(w[0]))\n"
+    )
+    out = cli(tmp_path, "--phases", "timed", str(script))
+    assert out.returncode == 0, out.stderr
+    w = workload(only_run(tmp_path))
+    assert w["script"]["auto_step"]["chosen_line"] == 6, w["script"]["auto_step"]
+    # Its iterations in the watcher's first 0.25 s are not steps (~55,000 of 300,000).
+    assert 150_000 < w["script"]["steps"] <= 300_000, w["script"]["steps"]
+    assert w["step_time"]["median_us"] < 50, w["step_time"]

@@ -1,0 +1,310 @@
+"""Memory per step: the resident size sampled from a thread, its growth per step with its
+interval, and the finding only where the process grows (issue 26, its first part).
+
+Truths, measured without the profiler: the growing script keeps a 2,500-float64 array
+(20,000 bytes of data plus its ~112-byte header) every step; the steady one keeps nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from profiler.analysis import memory
+from profiler.bench_noise import Busy
+from tests.test_script_run import cli, only_run, workload, write
+
+GROWS = """
+import numpy as np
+
+kept = []
+w = np.zeros(100)
+# 10,000 steps: the loop watcher's first 0.25 s (~2,700 iterations on a quiet machine) are not
+# steps yet, and the steps after them must hold enough memory samples.
+for step in range(10_000):
+    g = np.random.default_rng(step).normal(size=(20, 100)).mean(axis=0)  # ~0.2 ms a step
+    w -= 0.01 * g
+    kept.append(np.ones(2500))  # kept every step: a history of arrays
+print(len(kept))
+"""
+STEADY = """
+import numpy as np
+
+w = np.zeros(100)
+for step in range(3000):
+    g = np.random.default_rng(step).normal(size=(20, 100)).mean(axis=0)
+    w -= 0.01 * g
+    last = np.ones(2500)  # replaced every step: nothing kept
+print(float(w[0]))
+"""
+
+
+def _run(tmp_path: Path, body: str) -> tuple[dict, dict[str, dict]]:
+    script = write(tmp_path, "loop.py", body)
+    out = cli(tmp_path, "--repeat", "0", "--phases", "timed", str(script))
+    assert out.returncode == 0, out.stderr[-2000:]
+    run = only_run(tmp_path)
+    doc = json.loads((run / "summary.json").read_text())
+    return workload(run), {d["rule"]: d for d in doc["diagnoses"]}
+
+
+def test_a_loop_keeping_an_array_each_step_grows_by_its_size(tmp_path: Path) -> None:
+    w, found = _run(tmp_path, GROWS)
+    m = w["memory"]
+    assert m["grows"]
+    # 20,000 bytes of data and the array's header, within 5%.
+    assert 20_000 <= m["growth_bytes_per_step"] <= 21_000 * 1.05, m
+    low, high = m["growth_interval"]
+    assert low <= m["growth_bytes_per_step"] <= high
+    assert m["peak_mb"] >= m["last_mb"] - 1
+    assert "memory_growth" in found
+    assert "grows by 19." in found["memory_growth"]["message"]
+
+
+@pytest.mark.parametrize("busy", [False, True])
+def test_a_steady_loop_gets_no_growth_finding_even_beside_a_busy_process(
+    tmp_path: Path, busy: bool
+) -> None:
+    if busy:
+        with Busy():
+            w, found = _run(tmp_path, STEADY)
+    else:
+        w, found = _run(tmp_path, STEADY)
+    assert "memory_growth" not in found, found.get("memory_growth")
+    assert not w["memory"]["grows"] or abs(w["memory"]["growth_bytes_per_step"]) < 100
+
+
+def test_growth_is_measured_after_the_warm_up_with_its_interval() -> None:
+    steps = list(range(0, 1000, 5))
+    rss = [50_000_000 + (0 if s < 100 else 4096 * (s - 100)) for s in steps]
+    m = memory.analyse(
+        {
+            "measured": True,
+            "rss_bytes": rss,
+            "steps": steps,
+            "peak_bytes": rss[-1],
+            "peak_step": 995,
+        }
+    )
+    assert m is not None and m.grows and m.growth_per_step == pytest.approx(4096)
+    flat = memory.analyse(
+        {"measured": True, "rss_bytes": [50_000_000] * len(steps), "steps": steps}
+    )
+    assert flat is not None and not flat.grows
+    assert memory.analyse({"measured": False, "why": "no /proc"}) is None
+
+
+def test_after_a_phase_frees_its_buffers_the_growth_counts_only_past_the_old_peak() -> None:
+    # 4 KB a step; steps 300-600 a phase holds 20 MB more and frees it at its end: the script
+    # grows into the freed heap (resident bytes flat) until step ~5,400, then rises again.
+    steps = list(range(0, 8000, 10))
+    grown = [50_000_000 + 4096 * s for s in steps]
+    peak = 50_000_000 + 4096 * 600 + 20_000_000
+    rss = [
+        g + 20_000_000 if 300 <= s <= 600 else max(g, peak) if s > 600 else g
+        for s, g in zip(steps, grown, strict=True)
+    ]
+    record = {"measured": True, "rss_bytes": rss, "steps": steps}
+    clean = [(0, 300), (601, 1 << 62)]
+    m = memory.analyse(record, clean=clean)
+    assert m is not None and m.grows and m.growth_per_step == pytest.approx(4096, rel=0.05), m
+    # Read from the flat stretch as well, the growth would be well under the truth.
+    naive = memory._clean_segments(
+        [(s, r) for s, r in zip(steps, rss, strict=True) if s >= 800], clean
+    )
+    fit = memory.within_theil_sen(naive)
+    assert fit is not None and fit[0] < 0.8 * 4096
+    # A stretch that never passes the peak says nothing of growth: left out.
+    assert memory._tail_past_peak(clean, steps[:400], rss[:400]) == [(0, 300)]
+
+
+def test_growth_measured_only_early_is_not_confirmed_late() -> None:
+    # Clean steps only in the first third: the rise may be an allocator filling up (a DCGAN's
+    # process rose 119 KB a step over 170 steps, 31 KB over the next 510, without the profiler).
+    steps = list(range(0, 1000, 5))
+    rss = [50_000_000 + 4096 * s for s in steps]
+    record = {"measured": True, "rss_bytes": rss, "steps": steps}
+    early = memory.analyse(record, clean=[(0, 300)])
+    assert early is not None and early.grows and not early.late
+    both = memory.analyse(record, clean=[(0, 300), (700, 1 << 62)])
+    assert both is not None and both.grows and both.late
+
+
+# --- what grows, named (issue 26, item 2) -------------------------------------------------------
+
+
+def _candidate(kind: str, label: str, per_step: float, **kw: object) -> dict:
+    steps = list(range(0, 1000, 50))
+    return {
+        "kind": kind,
+        "label": label,
+        "steps": steps,
+        "values": [int(per_step * s) for s in steps],
+        **kw,
+    }
+
+
+def _record(growth: int, *grew: dict, predict_calls: int = 0) -> tuple[dict, dict]:
+    steps = list(range(0, 1000, 5))
+    rss = [500_000_000 + growth * s for s in steps]
+    mem = {
+        "measured": True,
+        "rss_bytes": rss,
+        "steps": steps,
+        "causes": {
+            "every_s": 0.5,
+            "probes": 20,
+            "errors": 0,
+            "probe_cost_ns": 50_000,
+            "grew": list(grew),
+        },
+    }
+    script = {"steps": 995, "keras_calls": {"predict": {"calls": predict_calls}}}
+    return mem, script
+
+
+def test_a_container_holding_the_growth_is_named_with_its_share() -> None:
+    mem, script = _record(
+        4_200,
+        _candidate("graph", "the default graph", 0.0),
+        _candidate(
+            "container", "history", 1.0, item="a tf.Tensor float32 (1024, 1)", item_bytes=4_200
+        ),
+        _candidate("container", "log", 0.5, item="a float", item_bytes=24),
+    )
+    m = memory.analyse(mem, script)
+    assert m is not None and m.growth_per_step == pytest.approx(4_200)
+    assert m.projected_bytes == pytest.approx(500_000_000 + 4_200 * 995, rel=1e-3)
+    first = m.causes[0]
+    assert (first.kind, first.label) == ("container", "history")
+    assert first.share == pytest.approx(1.0, abs=0.02)
+    assert [c.label for c in m.causes] == ["history", "log"]  # the flat graph is not a cause
+
+
+def test_graph_ops_come_before_retraces_and_predict_calls_and_a_one_off_rise_is_no_cause() -> None:
+    one_off = _candidate("function", "setup", 0.0)
+    one_off["values"] = [0] * 5 + [3] * (len(one_off["steps"]) - 5)
+    mem, script = _record(
+        60_000,
+        _candidate("function", "train_step", 1.0),
+        _candidate(
+            "graph",
+            "the default graph",
+            3.0,
+            ops=[{"type": "Assign", "line": 21, "text": "sess.run(w.assign(v))", "seen": 8}],
+        ),
+        one_off,
+        predict_calls=995,
+    )
+    m = memory.analyse(mem, script)
+    assert m is not None
+    assert [c.kind for c in m.causes] == ["graph", "function", "predict"]
+    g = m.causes[0]
+    assert g.per_step == pytest.approx(3.0, rel=0.02) and g.line == 21 and g.detail == "Assign"
+
+
+def test_the_finding_quotes_the_cause_and_only_its_fix() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import memory as rules
+    from profiler.diagnoses.engine import evaluate
+
+    def found(mem: dict, script: dict) -> list:
+        f: dict = {"name": "s", "label": "s"}
+        rules.memory_facts(f, SimpleNamespace(script={**script, "memory": mem}))
+        return evaluate(rules.RULES, "workload", [f])
+
+    mem, script = _record(
+        60_000,
+        _candidate(
+            "graph",
+            "the default graph",
+            3.0,
+            ops=[{"type": "Assign", "line": 21, "text": "sess.run(w.assign(v))", "seen": 8}],
+        ),
+    )
+    (d,) = found(mem, script)
+    assert "58.6 KB every step" in d.message
+    assert "the default graph grows by 3.0 ops a step" in d.message
+    assert "line 21" in d.message and "projected at the run's last step" in d.message
+    assert "placeholder" in d.fix and "float(" not in d.fix
+    mem, script = _record(60_000)
+    (d,) = found(mem, script)
+    assert "no graph, tf.function or container" in d.message and d.fix == ""
+    mem, script = _record(0, _candidate("container", "kept", 1.0, item="a float", item_bytes=24))
+    assert found(mem, script) == []
+
+
+def test_the_probe_follows_the_scripts_names_and_what_their_items_hold(monkeypatch) -> None:
+    import sys
+    import types
+
+    import numpy as np
+
+    from profiler.capture.memory_causes import CauseProbe
+    from profiler.model.memory import Causes
+
+    mod = types.ModuleType("__main__")
+    mod.__file__ = "/nowhere/script.py"
+    kept: list = []
+    mod.kept, mod.steady = kept, [1, 2]
+    mod.trainer = types.SimpleNamespace(history={})
+    monkeypatch.setitem(sys.modules, "__main__", mod)
+    probe = CauseProbe()
+    for step in range(0, 100, 10):
+        for i in range(10):
+            kept.append(np.ones(2500))
+            mod.trainer.history[step + i] = float(i)
+        mod.fresh = [0] * step  # a new list each time: restarted, never a growth
+        probe.probe(step)
+    rec = Causes.from_json(probe.record())
+    assert rec is not None and rec.errors == 0 and rec.probes == 10
+    by = {c.label: c for c in rec.grew}
+    assert set(by) == {"kept", "trainer.history"}
+    assert by["kept"].values[-1] == 100 and by["kept"].item_bytes >= 20_000
+    assert by["trainer.history"].item == "a float"
+
+
+@pytest.mark.tf
+def test_the_probe_reads_graph_ops_with_their_line_and_a_functions_traces(monkeypatch) -> None:
+    import sys
+    import types
+
+    import tensorflow as tf
+
+    from profiler.capture.memory_causes import CauseProbe
+    from profiler.model.memory import Causes
+
+    mod = types.ModuleType("__main__")
+    mod.__file__ = __file__
+    monkeypatch.setitem(sys.modules, "__main__", mod)
+    graph = tf.Graph()
+    with graph.as_default():
+        v = tf.compat.v1.Variable(0.0)
+        mod.sess = tf.compat.v1.Session(graph=graph)
+        probe = CauseProbe()
+        for step in range(30):
+            tf.compat.v1.assign(v, float(step))  # three new ops a step, from this line
+            if step % 5 == 0:
+                probe.probe(step)
+
+    @tf.function
+    def double(x: float) -> tf.Tensor:
+        return x * 2
+
+    mod.double = double
+    for step in range(30, 60):
+        double(float(step))  # a Python float: a new trace each step
+        if step % 5 == 0:
+            probe.probe(step)
+    rec = Causes.from_json(probe.record())
+    assert rec is not None and rec.errors == 0
+    by = {c.kind: c for c in rec.grew}
+    g = by["graph"]
+    assert g.values[5] - g.values[0] == 3 * 25
+    assert {o.type for o in g.ops} >= {"AssignVariableOp"}
+    assert all("tf.compat.v1.assign(v, float(step))" in o.text for o in g.ops)
+    f = by["function"]
+    assert f.label == "double" and f.values[-1] - f.values[0] == 25

@@ -1,0 +1,219 @@
+"""What-if verdicts follow the saving's interval: a saving whose interval spans zero is
+inconclusive, one measured slower is never a fix; pure functions over hand-made block medians."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from profiler.analysis import whatif
+from profiler.model.intervals import saving_interval, t975
+from profiler.model.records import WhatIfData, WhatIfResult
+from profiler.reports import focus_view
+
+
+def test_the_interval_is_students_t_over_the_pairs() -> None:
+    mean, low, high = saving_interval([10.0, 12.0, 14.0])  # type: ignore[misc]
+    assert mean == 12.0
+    # sd 2, n 3: 4.303 * 2 / sqrt(3)
+    assert high - mean == pytest.approx(t975(2) * 2 / 3**0.5)
+    assert saving_interval([5.0]) is None
+
+
+@pytest.mark.parametrize(
+    ("interval", "predicted", "verdict"),
+    [
+        ((-30.0, -10.0), 20.0, "slower"),
+        ((-5.0, 8.0), 20.0, "inconclusive"),
+        ((-5.0, 8.0), 0.0, "inconclusive"),  # a true saving of zero is never "holds"
+        ((15.0, 25.0), 20.0, "holds"),
+        ((60.0, 70.0), 20.0, "misses"),
+        ((15.0, 25.0), None, "not predicted"),
+        (None, 20.0, "inconclusive"),  # one pair: no interval
+    ],
+)
+def test_verdicts_follow_the_interval(interval, predicted, verdict) -> None:  # type: ignore[no-untyped-def]
+    tol = None if predicted is None else max(0.25 * predicted, 3.0)
+    assert whatif.verdict_for(interval, predicted, tol) == verdict
+
+
+def _result(base: tuple[int, ...], var: tuple[int, ...]) -> WhatIfResult:
+    return WhatIfResult(
+        id="function_jit",
+        title="train_step compiled with XLA",
+        removes=("dispatch.per_op",),
+        keeps_results=True,
+        results_note="XLA's rounding",
+        status="ok",
+        block_steps=50,
+        baseline_ns=base,
+        variant_ns=var,
+    )
+
+
+def test_a_what_if_whose_true_saving_is_zero_is_inconclusive() -> None:
+    # Block medians of a fix that changes nothing, on a noisy machine (± 3 ms).
+    base = (70_000_000, 74_000_000, 71_000_000, 73_000_000)
+    var = (72_000_000, 71_000_000, 74_000_000, 70_500_000)
+    (x,) = whatif.analyse(WhatIfData(results=(_result(base, var),)), None)
+    assert x.verdict == "inconclusive" and not x.saves
+    assert x.interval_us is not None and x.interval_us[0] < 0 < x.interval_us[1]
+
+
+def test_a_fix_measured_slower_is_never_listed_as_a_fix() -> None:
+    base = (42_000_000, 42_500_000, 41_800_000)
+    var = (76_000_000, 77_000_000, 75_500_000)  # XLA: 34 ms more per step
+    (x,) = whatif.analyse(WhatIfData(results=(_result(base, var),)), None)
+    assert x.verdict == "slower" and not x.saves
+    row = {
+        "id": x.id,
+        "title": x.title,
+        "removes": list(x.removes),
+        "removes_share": 1.0,
+        "keeps_results": True,
+        "results_note": "",
+        "results_check": "",
+        "status": "ok",
+        "error": "",
+        "block_steps": 50,
+        "pairs": x.pairs,
+        "baseline_us": x.baseline_us,
+        "variant_us": x.variant_us,
+        "measured_saving_us": x.measured_us,
+        "resolution_us": x.resolution_us,
+        "predicted_saving_us": None,
+        "predicted_share": None,
+        "tolerance_us": None,
+        "verdict": x.verdict,
+        "interval_us": list(x.interval_us or ()),
+    }
+    summary = {"workloads": [{"name": "s", "label": "s.py", "slug": "s", "status": "ok",
+                              "script": {"path": "s.py"}, "whatif": [row]}]}  # fmt: skip
+    (card,) = focus_view.focus(summary, answered=False)
+    assert card["whatifs"] == []
+    (said,) = card["not_fixes"]
+    assert said["text"].startswith("measured: slower on this loop (34.")
+    assert "not a fix on this loop" in said["text"] and "less per step" not in said["text"]
+
+
+def _measured(id_: str, verdict: str, saving: float) -> whatif.WhatIf:
+    return whatif.WhatIf(
+        id=id_, title=f"{id_} applied", removes=(), removes_share=0.0, group=1,
+        keeps_results=True, results_note="", results_check="", status="ok", error="",
+        block_steps=50, pairs=3, baseline_us=1000.0, variant_us=1000.0 - saving,
+        measured_us=saving, resolution_us=5.0, predicted_us=300.0, predicted_share=0.3,
+        tolerance_us=75.0, verdict=verdict, interval_us=(saving - 40.0, saving + 40.0),
+    )  # fmt: skip
+
+
+def test_advice_its_own_what_ifs_measured_no_help_for_is_withdrawn_and_not_the_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+    from profiler.diagnoses.engine import Diagnosis
+
+    found = [
+        Diagnosis("overhead_bound_keras", "workload", "s.py", "fit's machinery", "Use spe.", 900),
+        Diagnosis("periodic_slow_steps", "workload", "s.py", "every 10th", "Less often.", 400),
+    ]
+    monkeypatch.setattr(performance, "facts", lambda w, e: {"name": w.name})
+    monkeypatch.setattr(performance, "evaluate", lambda rules, subject, facts: list(found))
+    runs = [
+        _measured("keras_steps_4", "inconclusive", 10.0),
+        _measured("keras_steps_16", "slower", -200.0),
+    ]
+    w = SimpleNamespace(name="s.py", whatifs=runs)
+    out = performance.diagnose([w], None)
+    assert [d.rule for d in out] == ["periodic_slow_steps", "overhead_bound_keras"]
+    refuted = out[1]
+    assert refuted.refuted and refuted.to_json()["refuted"] is True
+    assert refuted.fix.startswith("Not the advice here: Measured on your loop, with keras_steps_4")
+    assert "Use spe" not in refuted.fix and "slower" in refuted.fix
+    assert "refuted" not in out[0].to_json()
+    # An interval too wide to rule the prediction out (a short fit's 2 pairs) is no evidence
+    # against the advice: it stays, and says its measurement was inconclusive.
+    wide = dataclasses.replace(
+        runs[1], verdict="inconclusive", measured_us=380.0, interval_us=(-1650.0, 2310.0), pairs=2
+    )
+    runs[1] = wide
+    kept = {d.rule: d for d in performance.diagnose([w], None)}["overhead_bound_keras"]
+    assert not kept.refuted and kept.fix.startswith("Use spe. Measured on your loop")
+    said = kept.fix.split("with keras_steps_16 applied: ")[1]
+    assert said.startswith(
+        "inconclusive (95% interval -1,650 to +2,310 µs per step, predicted 300 µs, 2 pairs"
+    )
+    assert "not a fix" not in said
+    # One of them saving keeps the advice, with what it measured.
+    runs[1] = _measured("keras_steps_16", "holds", 300.0)
+    kept = {d.rule: d for d in performance.diagnose([w], None)}["overhead_bound_keras"]
+    assert not kept.refuted and kept.fix.startswith("Use spe. Measured on your loop")
+    # The answer's first sentence never quotes refuted advice.
+    card = {
+        "split": [
+            {"category": "python", "label": "Python", "us": 9.0, "share": 0.9, "measured": True}
+        ],
+        "findings": [
+            {"rule": "overhead_bound_keras", "fix": "Not the advice here.", "refuted": True},
+            {"rule": "periodic_slow_steps", "fix": "Less often.", "message": "m"},
+        ],
+    }
+    assert focus_view.verdict_rule(card, {"whatif": []}) == "periodic_slow_steps"
+
+
+def test_a_finding_holding_far_more_than_the_measured_fix_leads_the_verdict() -> None:
+    card = {
+        "split": [
+            {"category": "feed_fetch", "label": "feed/fetch", "us": 300_000.0, "share": 0.78,
+             "measured": True},
+        ],
+        "findings": [
+            {"rule": "input_bound", "fix": "Cache after map(rotate). More.", "cost_us": 300_000.0,
+             "message": "input-bound"},
+        ],
+    }  # fmt: skip
+    xla = {"id": "function_jit", "title": "XLA", "measured_saving_us": 15_000.0,
+           "baseline_us": 385_000.0, "variant_us": 370_000.0, "verdict": "holds"}  # fmt: skip
+    text = focus_view._verdict(card, {"whatif": [xla]})
+    assert "the top fix, predicted from this run's figures: Cache after map(rotate) (up to" in text
+    assert text.endswith("measured on your loop: XLA, 15.00 ms less per step, 1.0× faster.")
+    # The rule that opens the answer is the finding's, as without the what-if (a noise run's
+    # busy side measured XLA and was called another verdict than the quiet side).
+    assert focus_view.verdict_rule(card, {"whatif": [xla]}) == "input_bound"
+    assert focus_view.verdict_rule(card, {"whatif": []}) == "input_bound"
+    # Within 3x of it, or the finding's own what-if measured: the measured fix leads.
+    card["findings"][0]["cost_us"] = 40_000.0
+    assert "the top fix, measured on your loop: XLA" in focus_view._verdict(card, {"whatif": [xla]})
+    assert focus_view.verdict_rule(card, {"whatif": [xla]}) == "whatif:function_jit"
+    card["findings"][0].update(rule="compute_bound", cost_us=300_000.0)
+    assert "the top fix, measured on your loop: XLA" in focus_view._verdict(card, {"whatif": [xla]})
+    # XLA measured the compute-bound finding's own fix: one verdict whether or not the noise
+    # let it show a saving.
+    assert focus_view.verdict_rule(card, {"whatif": [xla]}) == "compute_bound"
+    assert focus_view.verdict_rule(card, {"whatif": []}) == "compute_bound"
+
+
+def test_an_inconclusive_what_if_says_so_and_never_not_a_fix() -> None:
+    # 41.2 ms -> 33.8 ms whose interval spans zero: said "inconclusive", not "no measurable
+    # change ... not a fix" (a newcomer read that as a measured no-change).
+    base = (41_000_000, 60_000_000, 30_000_000)
+    var = (45_000_000, 28_000_000, 29_000_000)
+    (x,) = whatif.analyse(WhatIfData(results=(_result(base, var),)), None)
+    assert x.verdict == "inconclusive"
+    row = {
+        "id": x.id, "title": x.title, "removes": list(x.removes), "removes_share": 1.0,
+        "keeps_results": True, "results_note": "", "results_check": "", "status": "ok",
+        "error": "", "block_steps": 3, "pairs": x.pairs, "baseline_us": x.baseline_us,
+        "variant_us": x.variant_us, "measured_saving_us": x.measured_us,
+        "resolution_us": x.resolution_us, "predicted_saving_us": None, "predicted_share": None,
+        "tolerance_us": None, "verdict": x.verdict, "interval_us": list(x.interval_us or ()),
+    }  # fmt: skip
+    summary = {"workloads": [{"name": "s", "label": "s.py", "slug": "s", "status": "ok",
+                              "script": {"path": "s.py"}, "whatif": [row]}]}  # fmt: skip
+    (card,) = focus_view.focus(summary, answered=False)
+    (said,) = card["not_fixes"]
+    assert said["text"].startswith("inconclusive: ")
+    assert "not shown to be a fix" in said["text"] and "no measurable change" not in said["text"]
+    assert said["blocks"] == "3 pairs of 3-step blocks"
