@@ -126,8 +126,11 @@ def test_tf2_function_loop_with_no_options_measures_every_phase(tmp_path: Path) 
     out = cli(tmp_path, str(SHORT / "tf2_function_loop.py"), timeout=500)
     assert out.returncode == 0, out.stderr
     w = workload(only_run(tmp_path))
-    assert {"timed", "sampled", "framework", "hooks", "lines"} <= _ok(w), w["phases"]
-    _check_missed(w, may_miss=("whatif",))
+    # Beside the other test worker the runs may spend the budget before lines' window got
+    # its steps (CI: lines cut by the script's end in the last run the budget allowed): the
+    # answer then names the budget and the --repeat that measures it (``_check_missed``).
+    assert {"timed", "sampled", "framework", "hooks"} <= _ok(w), (w["phases"], w["script"])
+    _check_missed(w, may_miss=("lines", "whatif"))
     att = w["attribution"]
     assert att["not_measured"] == {}
     # The step's kernels (two 256-wide layers on 128 rows, forward and backward) hold a large
