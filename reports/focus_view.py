@@ -514,6 +514,8 @@ def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
                 f"predicted {duration(p)} ({100 * (x.get('predicted_share') or 0):.0f}% of the "
                 f"step: {removes}): {x['verdict']}"
                 if p is not None
+                else "not predicted (what it removes spans the split's categories)"
+                if not x["removes"]
                 else "not predicted (a category it removes was not measured)"
             )
         )

@@ -47,7 +47,7 @@ from profiler.version import __version__
 #: ``communication`` category (a required key of every category map), a workload's ``worker``,
 #: the run's ``job``; 6 (additive): a script's memory names what grows; 7 (additive): what held
 #: the peak (``memory.peak``).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 TOOL_NAME = "training-loop-profiler"
 
 
@@ -475,6 +475,9 @@ def _whatif_obj(w: Any) -> dict[str, Any]:
         "tolerance_us": r(w.tolerance_us),
         "verdict": w.verdict,
         "interval_us": [r(v) for v in w.interval_us] if w.interval_us is not None else None,
+        "grew_per_step_bytes": [round(v, 1) for v in w.grew_per_step]
+        if w.grew_per_step is not None
+        else None,
     }
 
 

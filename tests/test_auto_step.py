@@ -100,11 +100,22 @@ print(len(out))
 
 
 @pytest.mark.tf
-def test_a_predict_loop_without_training_is_found(tmp_path: Path):
-    w = _auto(tmp_path, "predict_loop.py", PREDICT, "--max-steps", "60", "--phases", "timed")
+def test_a_predict_loop_without_training_is_found_and_its_direct_call_measured(tmp_path: Path):
+    w = _auto(
+        tmp_path, "predict_loop.py", PREDICT, "--max-steps", "120", "--phases", "timed,whatif"
+    )
     assert w["script"]["auto_step"]["chosen_line"] == _line(PREDICT, "for i in range(400):")
     calls = w["script"]["keras_calls"]["predict"]
     assert calls["calls"] >= 60 and calls["samples"] == calls["sized"]
+    # The fix the trackers give, applied to the loop: model(x, training=False) in predict's
+    # place, its outputs checked against predict's, and far faster (~40 ms -> ~1 ms a call).
+    (x,) = [x for x in w["whatif"] if x["id"] == "predict_direct"]
+    assert x["status"] == "ok" and x["keeps_results"], x
+    assert "max difference 0" in x["results_check"], x
+    assert x["predicted_saving_us"] is None and x["verdict"] == "not predicted", x
+    assert x["variant_us"] < 0.5 * x["baseline_us"], x
+    # Each block read the process's resident memory at its ends.
+    assert x["grew_per_step_bytes"] is not None and len(x["grew_per_step_bytes"]) == 2
 
 
 def test_without_auto_step_the_loop_is_only_suggested(tmp_path: Path):

@@ -22,8 +22,8 @@ CORPUS = Path(__file__).resolve().parent / "data" / "memory"
 pytestmark = [pytest.mark.slow, pytest.mark.tf]
 
 
-def _profile(tmp_path: Path, name: str) -> tuple[dict, dict[str, dict]]:
-    out = cli(tmp_path, str(CORPUS / name), timeout=900)
+def _profile(tmp_path: Path, name: str, *opts: str) -> tuple[dict, dict[str, dict]]:
+    out = cli(tmp_path, *opts, str(CORPUS / name), timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
     run = only_run(tmp_path)
     doc = json.loads((run / "summary.json").read_text())
@@ -76,3 +76,18 @@ def test_a_loop_keeping_floats_gets_no_growth_finding_beside_a_busy_process(
     m = w["memory"]
     # Truth: 177 bytes a step (a Python float and its list slot, plus noise).
     assert not m["grows"] or m["growth_bytes_per_step"] < 1_000, m
+
+
+def test_the_fix_of_a_retraced_function_is_measured_to_stop_the_growth(tmp_path: Path) -> None:
+    # Issue 26, item 3. The timed window and the what-ifs alone (one run, ~11 s): the growth
+    # is read over the steps, the fix (lr as a tensor) in alternating blocks.
+    w, found = _profile(tmp_path, "tf2_retrace_python_lr.py", "--phases", "timed,whatif")
+    m = w["memory"]
+    # Truth 285,957 bytes a step as written, 154 with the fix (the script's docstring).
+    assert m["grows"] and 0.7 * 285_957 <= m["growth_bytes_per_step"] <= 1.3 * 285_957, m
+    (x,) = [x for x in w["whatif"] if x["id"] == "tensor_args"]
+    base, var = x["grew_per_step_bytes"]
+    assert 0.5 * 285_957 <= base <= 1.5 * 285_957 and var <= 0.1 * base, x
+    d = found["memory_growth"]
+    assert "Measured on your loop, with train_step called with lr as a tensor" in d["fix"]
+    assert "the growth stops" in d["fix"], d["fix"]

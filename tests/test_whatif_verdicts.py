@@ -217,3 +217,44 @@ def test_an_inconclusive_what_if_says_so_and_never_not_a_fix() -> None:
     assert said["text"].startswith("inconclusive: ")
     assert "not shown to be a fix" in said["text"] and "no measurable change" not in said["text"]
     assert said["blocks"] == "3 pairs of 3-step blocks"
+
+
+def test_a_fix_for_a_growing_loop_shows_its_growth_stop_per_step_in_its_blocks() -> None:
+    from profiler.diagnoses import memory as memory_rules
+
+    kb = 1024
+    r = dataclasses.replace(
+        _result((30_000_000,) * 3, (800_000,) * 3),
+        id="tensor_args",
+        title="train_step called with lr as a tensor",
+        block_steps=3,
+        # A retraced function keeps ~240 KB a trace; one block gave 186 KB back.
+        baseline_grew=(726 * kb, -560 * kb, 729 * kb),
+        variant_grew=(0, 0, 4 * kb),
+    )
+    (x,) = whatif.analyse(WhatIfData(results=(r,)), None)
+    assert x.grew_per_step == (242 * kb, 0.0) and x.grew_blocks == 3
+    assert x.grew_range is not None and x.grew_range[1] == (0.0, 4 * kb / 3)
+    said = memory_rules.growth_sentence(x)
+    assert said.startswith("Measured on your loop, with train_step called with lr as a tensor:")
+    assert "the growth stops (242.0 KB a step as written" in said and "3 blocks each" in said
+    less = dataclasses.replace(x, grew_per_step=(100.0 * kb, 60.0 * kb))
+    assert "40% less growth" in memory_rules.growth_sentence(less)
+    same = dataclasses.replace(x, grew_per_step=(100.0 * kb, 110.0 * kb))
+    assert "no less growth: not the fix for this growth" in memory_rules.growth_sentence(same)
+    # Memory not read (no /proc): no figure, no sentence; a failed variant gets none either.
+    (unread,) = whatif.analyse(WhatIfData(results=(_result((1,), (1,)),)), None)
+    assert unread.grew_per_step is None and memory_rules.growth_sentence(unread) == ""
+    failed = dataclasses.replace(r, status="failed")
+    assert whatif.analyse(WhatIfData(results=(failed,)), None)[0].grew_per_step is None
+
+
+def test_a_what_if_removing_no_category_is_measured_not_predicted() -> None:
+    from profiler.analysis.attribution import Attribution
+
+    r = dataclasses.replace(
+        _result((110_000_000,) * 3, (3_500_000,) * 3), id="predict_direct", removes=()
+    )
+    att = Attribution.__new__(Attribution)  # never read: nothing to predict from
+    (x,) = whatif.analyse(WhatIfData(results=(r,)), att)
+    assert x.predicted_us is None and x.verdict == "not predicted" and x.saves

@@ -15,17 +15,22 @@ measured slower is not a fix), ``inconclusive`` when it spans zero (or only one 
 measured: no interval), else ``holds`` when it reaches the prediction's tolerance band
 ``max(TOLERANCE x |predicted|, TOLERANCE_FLOOR_US)`` and ``misses`` when it does not; a miss is
 reported as it is, never tuned away.
+
+Each block also records the resident bytes the process gained over it: a fix for a loop that
+grows (a tf.function retraced on a Python number keeps every trace) shows its growth stop, per
+step in each side's median block (``WhatIf.grew_per_step``), quoted by the memory finding.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from profiler.analysis import attribution as attr
 from profiler.analysis.attribution import Attribution
 from profiler.model import median_ns
 from profiler.model.intervals import saving_interval
-from profiler.model.records import WhatIfData
+from profiler.model.records import WhatIfData, WhatIfResult
 
 #: A prediction holds within this share of itself, or this many µs, whichever is larger.
 TOLERANCE = 0.25
@@ -79,6 +84,12 @@ class WhatIf:
     tolerance_us: float | None
     verdict: str
     interval_us: tuple[float, float] | None = None
+    #: Resident bytes the process gained per training step in the baseline blocks and in the
+    #: variant blocks (the median block's), and each side's range over its blocks; None where
+    #: memory was not read. A fix for a growing loop shows its growth stop here.
+    grew_per_step: tuple[float, float] | None = None
+    grew_range: tuple[tuple[float, float], tuple[float, float]] | None = None
+    grew_blocks: int = 0
 
     @property
     def saves(self) -> bool:
@@ -111,7 +122,9 @@ def analyse(data: WhatIfData | None, att: Attribution | None, units: int = 1) ->
         resolution = (max(diffs) - min(diffs)) / 2 if len(diffs) > 1 else None
         predicted = share = None
         baseline = _median_us(r.baseline_ns, units)
-        if att is not None and all(att.measured(k.split(".")[0]) for k in r.removes):
+        # A fix that removes no category of the attribution's (predict's per-call set-up
+        # spans Python, tracing and feeds) is measured, not predicted.
+        if att is not None and r.removes and all(att.measured(k.split(".")[0]) for k in r.removes):
             # The attribution's share of the step, at the blocks' own speed: the machine's
             # speed drifts between the timed window and the what-if's blocks.
             share = attr.removal_ns(att, r.removes) / att.reference_ns if att.reference_ns else 0
@@ -147,9 +160,31 @@ def analyse(data: WhatIfData | None, att: Attribution | None, units: int = 1) ->
                 tolerance_us=tolerance,
                 verdict=verdict,
                 interval_us=interval,
+                **_growth(r, units),
             )
         )
     return out
+
+
+def _growth(r: WhatIfResult, units: int) -> dict[str, Any]:
+    """The resident bytes gained per training step in each side's blocks (``WhatIf``)."""
+    if not r.baseline_grew or not r.variant_grew or r.block_steps <= 0 or r.status == "failed":
+        return {}
+    per = r.block_steps * units
+
+    def side(grew: tuple[int, ...]) -> tuple[float, tuple[float, float]]:
+        values = sorted(g / per for g in grew)
+        mid = len(values) // 2
+        median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+        return median, (values[0], values[-1])
+
+    base, base_range = side(r.baseline_grew)
+    var, var_range = side(r.variant_grew)
+    return {
+        "grew_per_step": (base, var),
+        "grew_range": (base_range, var_range),
+        "grew_blocks": min(len(r.baseline_grew), len(r.variant_grew)),
+    }
 
 
 def _median_us(values: tuple[int, ...], units: int) -> float | None:

@@ -52,7 +52,7 @@ EAGER_FUNCTION = "eager_function"
 
 def ids() -> tuple[str, ...]:
     """Every what-if's id, in the order they run."""
-    from profiler.capture import whatifs_data, whatifs_numpy
+    from profiler.capture import whatifs_calls, whatifs_data, whatifs_numpy
 
     return (
         TF1_CALLABLE,
@@ -63,6 +63,7 @@ def ids() -> tuple[str, ...]:
         KERAS_JIT,
         *(f"{KERAS_STEPS}_{k}" for k in KERAS_STEPS_K),
         EAGER_FUNCTION,
+        whatifs_calls.PREDICT_DIRECT,
         whatifs_data.TF_DATA_PREFETCH,
         whatifs_data.TF_DATA_PARALLEL,
         whatifs_numpy.NUMPY_FLOAT32,
@@ -116,7 +117,7 @@ def candidates(
     """The what-ifs that apply to this run (results-changing ones only with ``allow_all``;
     only those in ``only`` if given), and (id, why not) for the others. A script without
     TensorFlow gets the numpy what-if alone (``profiler.capture.whatifs_numpy``)."""
-    from profiler.capture import whatifs_data, whatifs_numpy
+    from profiler.capture import whatifs_calls, whatifs_data, whatifs_numpy
 
     found: list[Variant] = []
     not_run: list[tuple[str, str]] = []
@@ -132,6 +133,7 @@ def candidates(
             for k in KERAS_STEPS_K
         ),
         (EAGER_FUNCTION, lambda: eager_function(driver, script_globals)),
+        (whatifs_calls.PREDICT_DIRECT, lambda: whatifs_calls.predict_direct(driver)),
         (whatifs_data.TF_DATA_PREFETCH, lambda: whatifs_data.prefetch(driver)),
         (whatifs_data.TF_DATA_PARALLEL, lambda: whatifs_data.parallel(driver)),
     ]

@@ -87,6 +87,39 @@ def _cause_text(c: memory.Cause) -> tuple[str, str]:
     return what, fix
 
 
+#: The what-ifs that apply a growth cause's fix at run time, by the cause's kind: their blocks
+#: read resident memory, so the finding quotes the growth with and without the fix.
+WHATIF_FOR_CAUSE: dict[str, tuple[str, ...]] = {
+    "function": ("tensor_args", "reduce_retracing"),
+    "predict": ("predict_direct",),
+}
+#: The fix's growth at most this share of the loop's as written: "the growth stops".
+STOPS_SHARE = 0.25
+
+
+def growth_sentence(m: Any) -> str:
+    """What a what-if's blocks measured of the growth (``WhatIf.grew_per_step``): the bytes a
+    step as written and with the fix, each with its blocks' range; "" where not read."""
+    if m.grew_per_step is None or m.grew_range is None:
+        return ""
+    base, var = m.grew_per_step
+    (b_lo, b_hi), (v_lo, v_hi) = m.grew_range
+    if base <= 0:
+        verdict = "the loop did not grow in these blocks: no figure for the fix"
+    elif var <= STOPS_SHARE * base:
+        verdict = "the growth stops"
+    elif var < base:
+        verdict = f"{100 * (1 - var / base):.0f}% less growth"
+    else:
+        verdict = "no less growth: not the fix for this growth"
+    blocks = f"{m.grew_blocks} block{'s' if m.grew_blocks != 1 else ''} each"
+    return (
+        f"Measured on your loop, with {m.title}: {verdict} ({_bytes(base)} a step as written, "
+        f"blocks {_bytes(b_lo)} to {_bytes(b_hi)}; {_bytes(var)} a step with it, blocks "
+        f"{_bytes(v_lo)} to {_bytes(v_hi)}; {blocks} of {m.block_steps:,} steps)."
+    )
+
+
 def memory_facts(f: dict[str, Any], trace: Any) -> None:
     """The process's growth per step after the warm-up and what grows
     (``profiler.analysis.memory``)."""

@@ -166,6 +166,14 @@ def _retrace_facts(f: dict[str, Any], trace: Any) -> None:
             best = (steady, fn)
         if steady and not own and (other is None or steady > other[0]):
             other = (steady, fn)
+    predict = ((trace.script or {}).get("keras_calls") or {}).get("predict") or {}
+    if functions and best is None and other is None and predict.get("calls", 0) >= steps:
+        # model.predict in every step builds a new data pipeline and traces its functions at
+        # each call (38% of a predict loop's step): a cost of every step, which the predict
+        # finding names with its fix, not a one-off.
+        f["one_off_tracing"] = True
+        f["tracing_in_predict"] = True
+        return
     if functions and best is None and other is None:
         # Tracing the samples saw, no function retraced after the warm-up: a first trace
         # inside the windows (the first validation's), not a cost of every step.
@@ -976,7 +984,7 @@ RULES: tuple[Rule, ...] = (
         id="one_off_tracing",
         subject="workload",
         needs=("label", "tracing_pct", "one_off_tracing", "one_off_what"),
-        when=lambda f: f["tracing_pct"] >= 1,
+        when=lambda f: f["tracing_pct"] >= 1 and not f.get("tracing_in_predict"),
         message="{label}: {tracing_pct:.1f}% of the sampled step time was tracing, yet "
         "{one_off_what}.",
         fix="None in the loop: a trace is paid once, not by every step; it weighs this much "
@@ -1020,6 +1028,7 @@ WHATIF_FOR: dict[str, tuple[str, ...]] = {
     "compute_bound": ("keras_jit", "function_jit", "numpy_float32"),
     "compute_bound_peak": ("keras_jit", "function_jit", "numpy_float32"),
     "eager_dispatch": ("eager_function",),
+    "predict_in_loop": ("predict_direct",),
 }
 
 
@@ -1038,8 +1047,12 @@ def diagnose(
     if unattributed:
         found += evaluate(memory_rules.RULES, "workload", unattributed)
     measured = {w.name: {m.id: m for m in getattr(w, "whatifs", ())} for w in workloads}
+    kinds = {f["name"]: f.get("mem_cause_kind") or "" for f in all_facts + unattributed}
     out = []
     for d in found:
+        if d.rule == "memory_growth":
+            out.append(_growth_measured(d, measured.get(d.name, {}), kinds.get(d.name, "")))
+            continue
         ms = [
             m
             for key in WHATIF_FOR.get(d.rule, ())
@@ -1058,6 +1071,17 @@ def diagnose(
     out += job_rules.diagnose(job)
     # A finding whose advice the loop refuted still says where the time goes, after the rest.
     return sorted(ranked(out), key=lambda d: d.refuted)
+
+
+def _growth_measured(d: Diagnosis, measured: Mapping[str, Any], kind: str) -> Diagnosis:
+    """The growth finding with what the what-ifs applying its cause's fix measured of the
+    growth (``memory_rules.growth_sentence``)."""
+    said = [
+        s
+        for key in memory_rules.WHATIF_FOR_CAUSE.get(kind, ())
+        if (m := measured.get(key)) is not None and (s := memory_rules.growth_sentence(m))
+    ]
+    return dataclasses.replace(d, fix=" ".join([d.fix, *said]).strip()) if said else d
 
 
 def refutes(m: Any) -> bool:

@@ -438,6 +438,9 @@ class WhatIfResult:
             1 - 1/k, one call in k left).
         group: steps the variant runs as one (``keras_steps_k``: k batches per call); each
             block is whole groups and its figure the median of the groups' mean step.
+        baseline_grew, variant_grew: the process's resident bytes gained over each block
+            (negative when it gave memory back), in the order run; empty where resident
+            memory cannot be read. A fix for a growing loop shows its growth stop here.
     """
 
     id: str
@@ -453,6 +456,8 @@ class WhatIfResult:
     results_check: str = ""
     removes_share: float = 1.0
     group: int = 1
+    baseline_grew: tuple[int, ...] = ()
+    variant_grew: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

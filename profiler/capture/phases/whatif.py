@@ -21,6 +21,7 @@ import itertools
 from typing import Any
 
 from profiler.capture.loop import NUMPY, LoopEnded, WorkloadSpec
+from profiler.capture.memory import rss_bytes
 from profiler.capture.phases import Budget, Phase, PhaseContext
 from profiler.model import FAILED, OK, PARTIAL, SKIPPED, PhaseRecord, Window, blocks, median_ns
 from profiler.model.records import WhatIfData, WhatIfResult
@@ -211,6 +212,7 @@ class WhatIfPhase(Phase):
         steps_left = getattr(loop, "steps_left", None)
         base: list[int] = []
         var: list[int] = []
+        grew: dict[bool, list[int]] = {False: [], True: []}
         ended = False
         started = ctx.clock()
         try:
@@ -223,11 +225,16 @@ class WhatIfPhase(Phase):
                         break
                 for on in (False, True) if pair % 2 == 0 else (True, False):
                     loop.in_loop_thread(v.on if on else v.off)
+                    before = rss_bytes()
                     marks = [ctx.clock()]
                     loop.run(n, marks, ctx.clock)
+                    after = rss_bytes()
                     durs = [b - a for a, b in itertools.pairwise(marks)]
                     if len(durs) < n:
                         ended = True
+                    elif before is not None and after is not None:
+                        # Whole blocks only: a fix for a growing loop shows its growth stop.
+                        grew[on].append(after - before)
                     durs = _groups(durs, v.group)
                     if durs:
                         (var if on else base).append(median_ns(durs))
@@ -259,6 +266,8 @@ class WhatIfPhase(Phase):
                 results_check=v.check,
                 removes_share=v.share,
                 group=v.group,
+                baseline_grew=tuple(grew[False]),
+                variant_grew=tuple(grew[True]),
             ),
             ended,
         )

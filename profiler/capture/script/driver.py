@@ -284,6 +284,9 @@ class StepDriver:
         #: tf.functions called another way (id of the script's -> ``swap(call, fn, args,
         #: kwargs)``, which calls another function in its place, guarded).
         self.variant_calls: dict[int, Callable[..., Any]] = {}
+        #: Keras methods answered another way (name -> ``twin(method, args, kwargs)``, which
+        #: the detector's wrapper calls in the method's place: ``whatifs_calls``).
+        self.keras_twins: dict[str, Callable[..., Any]] = {}
         #: ``Function.__call__`` as TensorFlow defines it (set when it is patched).
         self.raw_function_call: Callable[..., Any] | None = None
         #: The script's module globals (a what-if swaps its step function there).
