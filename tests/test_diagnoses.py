@@ -326,3 +326,30 @@ def test_a_graph_growing_in_the_loop_fires_at_half_an_op_a_step_and_a_one_off_do
     f["tracing_us"] = 2172.0
     assert rule.when(f)  # 988 ops over 1,976 steps: two session.run calls an iteration
     assert not rule.when({**f, "ops_per_step": 0.02, "ops_to": 125})  # a saver made once
+
+
+def test_steps_slowed_by_a_graph_growing_in_the_loop_are_its_cost_and_not_overhead():
+    # A course-style TF1 loop running a new tf.square(loss) each iteration: every 2nd
+    # session.run builds an executor (7x a normal step, 77% of the loop's time); tracing read
+    # 462 µs a step. The slow steps' excess is the growth's cost; "run it less often" and
+    # "overhead-bound: larger batches" are not its fixes.
+    from profiler.diagnoses import performance
+
+    facts = {
+        "ops_per_step": 0.5,
+        "tracing_us": 462.0,
+        "slow_period": 2,
+        "slow_excess_us": 7886.0,
+        "slow_factor": 7.0,
+        "slow_excess_pct": 77.0,
+    }
+    f = dict(facts)
+    performance._graph_slow_facts(f)
+    assert f["graph_cost_us"] == 7886.0 and f["slow_by_graph"]
+    assert "one in every 2, take 7.0× a normal step: 77% of the loop's time" in f["graph_slow"]
+    (slow_rule,) = [r for r in performance.RULES if r.id == "periodic_slow_steps"]
+    assert not slow_rule.when({**f, "slow_by_graph": True})
+    # Slow steps every 10th with one new op every 2 steps: not the graph's (its own finding).
+    g = {**facts, "slow_period": 10, "ops_per_step": 0.05}
+    performance._graph_slow_facts(g)
+    assert g["graph_cost_us"] == 462.0 and not g.get("slow_by_graph")
