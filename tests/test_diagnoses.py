@@ -353,3 +353,38 @@ def test_steps_slowed_by_a_graph_growing_in_the_loop_are_its_cost_and_not_overhe
     g = {**facts, "slow_period": 10, "ops_per_step": 0.05}
     performance._graph_slow_facts(g)
     assert g["graph_cost_us"] == 462.0 and not g.get("slow_by_graph")
+
+
+def test_a_short_fits_validations_are_timed_each_and_the_first_left_out():
+    # A 3-epoch fit: the windows hold one boundary, the first (its test function's trace);
+    # fit's validations are timed each (a siamese example: 28% measured without the profiler).
+    from profiler.diagnoses import performance
+
+    ms = 1_000_000
+    fit = {"steps_per_epoch": 250, "validations_ns": [1800 * ms, 681 * ms, 700 * ms, 690 * ms]}
+    e = performance._validations(fit, 5.4 * ms)
+    assert e is not None and e.boundaries == 3 and e.excess_ns == 690 * ms
+    assert e.share == pytest.approx(690 / (690 + 250 * 5.4))
+    assert e.low_share == pytest.approx(681 / (681 + 250 * 5.4))
+    # One validation (the first, with its trace) tells nothing recurring.
+    assert performance._validations({**fit, "validations_ns": [1800 * ms]}, 5.4 * ms) is None
+
+
+def test_a_library_function_traced_once_more_in_hundreds_of_steps_is_a_one_off():
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    fn = {"name": "multi_step_on_iterator", "own": False, "module": "keras", "calls": 740}
+    trace = SimpleNamespace(
+        warmup=SimpleNamespace(n_steps=10),
+        script={"steps": 740, "functions": [{**fn, "trace_steps": [0, 500]}]},
+    )
+    f: dict = {}
+    performance._retrace_facts(f, trace)
+    assert "library_where" not in f and f.get("one_off_tracing")
+    # Traced at every step: the library's tracing finding.
+    trace.script["functions"][0]["trace_steps"] = list(range(0, 740, 2))
+    f = {}
+    performance._retrace_facts(f, trace)
+    assert "multi_step_on_iterator" in f["library_where"] and not f.get("one_off_tracing")

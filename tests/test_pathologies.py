@@ -134,6 +134,37 @@ def test_loops_that_do_not_train_are_not_watched_when_some_do():
     assert marks.decided and marks.chosen == 1
 
 
+def test_a_script_calling_fit_has_no_loop_of_its_own_chosen_unless_one_trains():
+    # The siamese example builds its pairs in a loop before fit: beside a busy process that
+    # loop ran over the watcher's second and was chosen as the steps ("Python 100%").
+    src = source.Source(
+        Path("siamese.py"),
+        ast.parse(
+            "import random\n"
+            "pairs = []\n"
+            "for i in range(100000):\n"
+            "    pairs.append(random.random())\n"
+            "model.fit(pairs, epochs=3)\n"
+        ),
+    )
+    assert source.calls_fit(src)
+    assert not source.calls_fit(source.Source(Path("s.py"), ast.parse("f(x)\n")))
+    clock = _Clock()
+    driver = _free_driver(clock)
+    marks = detect.LoopMarks(driver, [_site(0, 3, training=False)], fits=True)
+    for _ in range(5000):
+        marks.mark(0)
+        clock.t += 1_000_000
+    marks.end(0)
+    assert not marks.decided and marks.chosen == -1 and driver.done == 0
+    # Without fit, the same loop is a candidate (a loop naming no training is all there is).
+    marks = detect.LoopMarks(_free_driver(clock), [_site(0, 3, training=False)])
+    for _ in range(5000):
+        marks.mark(0)
+        clock.t += 1_000_000
+    assert marks.decided and marks.chosen == 0
+
+
 def test_framework_steps_found_first_win_over_the_loops():
     clock = _Clock()
     driver = _free_driver(clock)

@@ -342,6 +342,20 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                         else None
                     )
 
+            test_start: int | None = None
+
+            def on_test_begin(self, logs: Any = None) -> None:
+                # fit's validation runs evaluate with fit's callbacks: each one is timed,
+                # so a short fit (3 epochs: one boundary in the windows) still has its
+                # validations' cost, the first one (its test function's trace) apart.
+                self.test_start = d.clock()
+
+            def on_test_end(self, logs: Any = None) -> None:
+                start = self.test_start
+                if start is not None:
+                    facts.fit.setdefault("validations_ns", []).append(d.clock() - start)
+                    self.test_start = None
+
             def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
                 self.begin()
 
@@ -750,7 +764,9 @@ class LoopMarks:
     ``fit``), no loop is chosen.
     """
 
-    def __init__(self, driver: StepDriver, sites: list[Any], choose: bool = True) -> None:
+    def __init__(
+        self, driver: StepDriver, sites: list[Any], choose: bool = True, fits: bool = False
+    ) -> None:
         self.driver = driver
         self.sites = sites
         #: False (``--no-auto-step``): the loops are watched and the best one only suggested.
@@ -777,7 +793,11 @@ class LoopMarks:
         # training, or an epoch loop around the batches, is not chosen).
         updates = [bool(getattr(s, "updates", False)) for s in sites]
         trains = [bool(getattr(s, "training", False)) for s in sites]
-        self.candidate = updates if any(updates) else trains if any(trains) else [True] * n
+        # A script calling Keras's fit with no loop of its own training: none (fit's batches
+        # are its steps; beside a busy process, a data loop building pairs before fit ran
+        # over a second and was chosen: "Python 100%, wrap line 42 in tf.function").
+        fallback = [not fits] * n
+        self.candidate = updates if any(updates) else trains if any(trains) else fallback
         # The other loops are only counted and timed, once a candidate has started: a loop
         # inside the steps that names no training (a k-means step's loop over its 3,000
         # points) is what the step spends its time in (``profiler.diagnoses.loops``).

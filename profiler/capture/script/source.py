@@ -458,6 +458,20 @@ def _trains(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
     )
 
 
+#: Keras's training calls: a script making one has its steps from the fit detector.
+FIT_CALLS = frozenset({"fit", "fit_generator", "train_on_batch"})
+
+
+def calls_fit(src: Source) -> bool:
+    """Whether the script calls Keras's ``fit`` (or ``fit_generator``, ``train_on_batch``)
+    anywhere: its steps are fit's batches, not a loop's iterations, unless a loop of its own
+    updates the model or names training."""
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in FIT_CALLS
+        for n in ast.walk(src.tree)
+    )
+
+
 def mark_loops(src: Source) -> list[LoopSite]:
     """Put ``__profiler_loop__(k)`` first in every loop's body and ``__profiler_loop_end__(k)``
     after the loop: each iteration announces itself, and the script process picks the loop

@@ -234,7 +234,9 @@ class ScriptRun:
         if not self.marked:
             # Without --no-auto-step the loop chosen is the steps; with it, only suggested.
             choose = bool(self.opts.get("auto_step", True))
-            self.loops = detect.LoopMarks(self.driver, source.mark_loops(src), choose)
+            self.loops = detect.LoopMarks(
+                self.driver, source.mark_loops(src), choose, fits=source.calls_fit(src)
+            )
         return src.compile(), src
 
     def module_target(self, code: Any) -> tuple[Any, list[Any]]:
