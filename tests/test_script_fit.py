@@ -190,7 +190,7 @@ def test_a_fit_on_a_batched_dataset_counts_the_datasets_batch_as_its_samples(tmp
         "ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).prefetch(2)\n"
         "model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])\n"
         "model.compile('sgd', 'mse')\n"
-        "model.fit(ds, epochs=2, verbose=0)\n",
+        "model.fit(ds, epochs=3, verbose=0, validation_data=ds.take(8))\n",
     )
     out = cli(tmp_path, "--repeat", "0", "--phases", "timed", "--no-progress", str(script))
     assert out.returncode == 0, out.stderr[-2000:]
@@ -199,3 +199,6 @@ def test_a_fit_on_a_batched_dataset_counts_the_datasets_batch_as_its_samples(tmp
         "dataset"
     )
     assert w["work"]["samples_per_step"] == 64, w["work"]
+    # fit's validation at each epoch's end is timed, each run (the first traces its function).
+    timed = w["script"]["fit"]["validations_ns"]
+    assert len(timed) == 3 and all(v > 0 for v in timed), timed
