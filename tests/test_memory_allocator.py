@@ -47,9 +47,20 @@ def _run(tmp_path, body):
     return workload(only_run(tmp_path)), out.stdout
 
 
+#: What TensorFlow says where its CPU allocator keeps no figures: TensorFlow 2.21 keeps them
+#: with oneDNN's optimisations on (its default on some CPUs, not on others: one machine here
+#: answered, the next raised this) or ``TF_ENABLE_ONEDNN_OPTS=1``.
+NO_CPU_STATS = "Allocator stats not available for device 'CPU:0'"
+
+
 @pytest.mark.tf
 def test_the_cpu_allocator_holds_the_kept_tensors(tmp_path):
     w, stdout = _run(tmp_path, KEEPS)
+    if NO_CPU_STATS in w["memory"]["allocator_why"]:
+        # Read, and this TensorFlow said it keeps none: said as not read, never as zero.
+        assert w["memory"]["allocator"] == [], w["memory"]
+        assert f"TensorFlow's allocator: not read (CPU:0: ValueError: {NO_CPU_STATS})" in stdout
+        return
     (cpu,) = [a for a in w["memory"]["allocator"] if a["device"] == "CPU:0"]
     kept_mb = 40 * 4_000_000 / 2**20
     # Everything kept is in use at the end; the allocator's own peak holds it too.
@@ -65,7 +76,10 @@ def test_the_probe_never_starts_tensorflows_context(tmp_path):
     w, stdout = _run(tmp_path, LATE_THREADS)
     # The script ran to its end (1 + 200 x 0.1 in float32): its threads could still be set.
     assert any(line.startswith("21.0000") for line in stdout.splitlines()), stdout[-2000:]
-    assert w["memory"]["allocator"], w["memory"]["allocator_why"]
+    # Read once the script had started the context: figures, or TensorFlow's own answer that
+    # its CPU allocator keeps none (never "the context was never started").
+    why = w["memory"]["allocator_why"]
+    assert w["memory"]["allocator"] or NO_CPU_STATS in why, why
 
 
 def test_a_script_without_tensorflow_reads_nothing_and_says_why(monkeypatch):
