@@ -145,6 +145,17 @@ def test_a_long_container_is_looked_at_in_part_and_says_so(main: types.ModuleTyp
     assert h.bytes == pytest.approx(n * 80 + sys.getsizeof(main.history), rel=0.01)
 
 
+def test_a_long_list_of_views_of_one_array_counts_the_array_once(main: types.ModuleType) -> None:
+    # Nielsen's loader: 25,000 (x, y) pairs whose x are views of one array. Scaling the
+    # looked-at sum by the length counted the array 2.5 times (451 MB "held" in 223 MB).
+    n = 25_000
+    images = np.zeros((n, 784), dtype=np.float32)  # 78,400,000 bytes
+    main.training_data = [(images[i], np.float32(i % 10)) for i in range(n)]
+    (h,) = memory_peak.census(0, 0, 0).holders
+    assert h.count == n and h.looked < n
+    assert images.nbytes <= h.bytes <= 1.1 * images.nbytes + sys.getsizeof(main.training_data)
+
+
 def test_a_function_s_locals_are_names_too() -> None:
     batches = [np.ones(2000) for _ in range(3)]  # read by the census
     c = memory_peak.census(0, 0, 0, script=__file__)

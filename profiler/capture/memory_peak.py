@@ -267,15 +267,21 @@ def holder(name: str, obj: Any, count: _Count, np: Any) -> Holder | None:
         n = len(obj)
         items = _items(obj)
         total, first = 0, None
+        sizes: list[int] = []
         for x in items:
             got = count.item(x, np)
             if got is not None:
                 total += got
+                sizes.append(got)
                 first = x if first is None else first
         if first is None:
             return None
         if len(items) < n:
-            total = int(total * n / len(items))
+            # The items not looked at at the looked-at items' median: items that are views of
+            # one array count it once (the first), and scaling the sum by the length counted
+            # a 157 MB array 2.5 times (451 MB "held" in a 223 MB process).
+            sizes.sort()
+            total += sizes[len(sizes) // 2] * (n - len(items))
         return Holder(
             name=name,
             kind=CONTAINER,
