@@ -23,6 +23,7 @@ step in each side's median block (``WhatIf.grew_per_step``), quoted by the memor
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,10 +174,8 @@ def _growth(r: WhatIfResult, units: int) -> dict[str, Any]:
     per = r.block_steps * units
 
     def side(grew: tuple[int, ...]) -> tuple[float, tuple[float, float]]:
-        values = sorted(g / per for g in grew)
-        mid = len(values) // 2
-        median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
-        return median, (values[0], values[-1])
+        values = [g / per for g in grew]
+        return statistics.median(values), (min(values), max(values))
 
     base, base_range = side(r.baseline_grew)
     var, var_range = side(r.variant_grew)

@@ -70,8 +70,6 @@ def predict_direct(driver: StepDriver) -> Variant | str:
     import numpy as np
     import tensorflow as tf
 
-    checked: list[bool] = []
-
     def direct(fn: Callable[..., Any], args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         model = args[0]
         x = args[1] if len(args) > 1 else kw.get("x")
@@ -81,16 +79,18 @@ def predict_direct(driver: StepDriver) -> Variant | str:
             return fn(*args, **kw)
         try:
             out = tf.nest.map_structure(lambda t: np.asarray(t), model(x, training=False))
-            if not checked:
-                want = fn(*args, **kw)
-                same = all(
-                    a.shape == b.shape and np.allclose(a, b, rtol=CHECK_RTOL, atol=CHECK_ATOL)
-                    for a, b in zip(tf.nest.flatten(out), tf.nest.flatten(want), strict=True)
+            if not variant.check:  # the first direct call: against predict's outputs
+                pairs = list(
+                    zip(tf.nest.flatten(out), tf.nest.flatten(fn(*args, **kw)), strict=True)
                 )
-                checked.append(same)
-                worst = max(
-                    float(np.max(np.abs(np.asarray(a) - np.asarray(b)), initial=0.0))
-                    for a, b in zip(tf.nest.flatten(out), tf.nest.flatten(want), strict=True)
+                shaped = all(a.shape == np.shape(b) for a, b in pairs)
+                worst = (
+                    max(float(np.max(np.abs(a - b), initial=0.0)) for a, b in pairs)
+                    if shaped
+                    else float("inf")
+                )
+                same = shaped and all(
+                    np.allclose(a, b, rtol=CHECK_RTOL, atol=CHECK_ATOL) for a, b in pairs
                 )
                 variant.check = (
                     f"the first call's outputs against model.predict on the same input (max "

@@ -137,6 +137,11 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     return f
 
 
+def _few_traces(traces: int, steps: int) -> bool:
+    """A few traces after the warm-up in many steps (``FEW_RETRACES``): a one-off each."""
+    return traces <= FEW_RETRACES and traces / steps < FEW_RETRACES_PER_STEP
+
+
 def _retrace_facts(f: dict[str, Any], trace: Any) -> None:
     """The tf.function that retraced most after the warm-up, how often, and why."""
     warm = trace.warmup.n_steps
@@ -168,7 +173,7 @@ def _retrace_facts(f: dict[str, Any], trace: Any) -> None:
             best = (steady, fn)
         if steady and not own and (other is None or steady > other[0]):
             other = (steady, fn)
-    if other is not None and other[0] <= FEW_RETRACES and other[0] / steps < FEW_RETRACES_PER_STEP:
+    if other is not None and _few_traces(other[0], steps):
         # A library function traced once more in hundreds of steps (fit's train function for
         # the last partial batch, 1 in 730): a one-off, not a signature to look into.
         other = None
@@ -200,7 +205,7 @@ def _retrace_facts(f: dict[str, Any], trace: Any) -> None:
         return
     steady, fn = best
     changed = sorted((fn.get("changed") or {}).items(), key=lambda kv: -kv[1]["times"])
-    if steady <= FEW_RETRACES and steady / steps < FEW_RETRACES_PER_STEP:
+    if _few_traces(steady, steps):
         # A few more traces in many steps (a last partial batch of another shape): paid once
         # each, not a cost of every step, and no signature advice is owed.
         why = f": {changed[0][0]} ({changed[0][1]['what']}) differed" if changed else ""
