@@ -79,9 +79,10 @@ def test_a_loop_keeping_floats_gets_no_growth_finding_beside_a_busy_process(
 
 
 def test_the_fix_of_a_retraced_function_is_measured_to_stop_the_growth(tmp_path: Path) -> None:
-    # Issue 26, item 3. The timed window and the what-ifs alone (one run, ~11 s): the growth
-    # is read over the steps, the fix (lr as a tensor) in alternating blocks.
-    w, found = _profile(tmp_path, "tf2_retrace_python_lr.py", "--phases", "timed,whatif")
+    # Issue 26, item 3, with no options (2-3 runs, ~40 s): the growth is read over the steps,
+    # the fix (lr as a tensor) in alternating blocks. With the timed window and the what-ifs
+    # alone (one run), the growth read as none in about 1 run of 3 in the test suite.
+    w, found = _profile(tmp_path, "tf2_retrace_python_lr.py")
     m = w["memory"]
     # Truth 285,957 bytes a step as written, 154 with the fix (the script's docstring).
     assert m["grows"] and 0.7 * 285_957 <= m["growth_bytes_per_step"] <= 1.3 * 285_957, m
