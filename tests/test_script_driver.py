@@ -213,3 +213,20 @@ def test_numpy_scripts_plan_no_framework_phases(tmp_path: Path) -> None:
     # decided when it runs).
     assert set(slots) == {"timed", "sampled", "lines", "whatif"}
     assert slots["timed"].window == 300
+
+
+def test_a_jobs_workers_plan_with_the_chiefs_figures(tmp_path: Path) -> None:
+    from profiler.capture.script.agree import Agreement
+
+    plan = tmp_path / "plan.json"
+    chief = Agreement(plan, chief=True)
+    other = Agreement(plan, chief=False, wait_s=5.0)
+    got: list[int] = []
+    waiting = threading.Thread(target=lambda: got.append(other.agree("step_ns", 15_900_000)))
+    waiting.start()  # the other worker reaches the point first and waits for the chief
+    assert chief.agree("step_ns", 16_400_000) == 16_400_000
+    waiting.join(5.0)
+    assert got == [16_400_000]
+    assert chief.agree("warmup_steps", 40) == 40 and other.agree("warmup_steps", 38) == 40
+    # A chief that never writes: the worker plans with its own figure.
+    assert Agreement(plan, chief=False, wait_s=0.05).agree("timed_step_ns", 7) == 7

@@ -308,7 +308,19 @@ def _attempt(
     # Each worker's phases know they are one of a job's (the what-ifs stay off), and py-spy
     # samples without pausing it: paused by ptrace for each sample, a worker crashed here in
     # TensorFlow's profiler start that followed (SIGSEGV, free(): invalid pointer; 1 run in 4).
-    opts = replace(opts, options={"sample_nonblocking": True, **opts.options, "job_worker": True})
+    # The workers plan their windows with the chief's figures (capture.script.agree), through
+    # a file of this start alone.
+    plan = run_dir / "workloads" / f".{slug}-plan.json"
+    plan.unlink(missing_ok=True)
+    opts = replace(
+        opts,
+        options={
+            "sample_nonblocking": True,
+            **opts.options,
+            "job_worker": True,
+            "job_plan": str(plan),
+        },
+    )
     outcomes: list[launch.WorkloadOutcome | None] = [None] * n
     phases = [p for p in opts.phases]
 
@@ -326,7 +338,7 @@ def _attempt(
             outcomes[i] = launch.one_run(
                 wspec,
                 params,
-                opts,
+                replace(opts, options={**opts.options, "job_index": i}),
                 run_dir / "workloads" / wslug,
                 run_dir / "tensorboard" / wslug,
                 wslug,
@@ -388,6 +400,7 @@ def _attempt(
         _stop_together(procs, 5.0)
         raise
     finally:
+        plan.unlink(missing_ok=True)
         if ns is not None:
             ns.close()
     out: list[launch.WorkloadOutcome] = []

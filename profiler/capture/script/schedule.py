@@ -54,6 +54,7 @@ from profiler.capture.phases import Phase, PhaseContext
 from profiler.capture.phases import sampled as sampled_mod
 from profiler.capture.schedule import LoopError, Progress, Windows, error_tail, run_phase
 from profiler.capture.script import facts
+from profiler.capture.script.agree import Agreement
 from profiler.capture.script.driver import ScriptLoop, StepDriver
 from profiler.capture.script.startup import StartupCapture
 from profiler.clock import Clock
@@ -335,6 +336,12 @@ class Schedule:
         self.sched = ScriptWindows(self.loop, clock, progress, spec.name)
         self.out = Outcome()
         self.startup: StartupCapture | None = None
+        plan = options.get("job_plan")
+        self.agreement = Agreement(Path(plan), chief=not options.get("job_index")) if plan else None
+
+    def _agree(self, key: str, value: int) -> int:
+        """``value``, or the job's chief's for ``key`` in a job's worker (``agree``)."""
+        return self.agreement.agree(key, value) if self.agreement is not None else value
 
     def _ctx(self, spec: WorkloadSpec, step_ns: int = 0) -> PhaseContext:
         return PhaseContext(
@@ -399,7 +406,7 @@ class Schedule:
         segments.extend(self._warmup())
         self.out.warmup = Window("warmup", tuple(segments), self.sched.take_gaps())
         self.write(self.out)  # a process that dies before the first phase ends keeps its steps
-        step_ns = schedule.typical_step_ns(self.out.warmup.durations_ns())
+        step_ns = self._agree("step_ns", schedule.typical_step_ns(self.out.warmup.durations_ns()))
         self.out.step_ns = step_ns
         self._phases(step_ns)
 
@@ -420,7 +427,7 @@ class Schedule:
             left = self.available()
             if left is not None:
                 want = min(want, max(WARMUP_MIN, (left + self.driver.done) // 10))
-            more = want - self.driver.done
+            more = self._agree("warmup_steps", want) - self.driver.done
             if more > 0:
                 out.append(self.sched.segment(more, None))
         except ScriptEnded:
@@ -498,7 +505,9 @@ class Schedule:
             self.out.records.append(record)
             if phase.name == "timed" and record.window is not None and record.window.n_steps:
                 # The uninstrumented window is the best estimate of a step from here on.
-                step_ns = median_ns(list(record.window.durations_ns()))
+                step_ns = self._agree(
+                    "timed_step_ns", median_ns(list(record.window.durations_ns()))
+                )
             if instrumented:
                 # The window's neighbour after it (and the next window's before it).
                 nxt = self._next_instrumented(spec, i, deferred)

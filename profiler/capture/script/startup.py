@@ -74,7 +74,8 @@ class StartupCapture:
 
         mode = "auto" if native else "off"
         phase = sampled_mod.SampledPhase(
-            PHASES["sampled"][1], {**self.options, "sample_native": mode}
+            PHASES["sampled"][1],
+            {"sample_nonblocking": True, **self.options, "sample_native": mode},
         )
         phase.install(self.ctx)
         self.phase = phase
