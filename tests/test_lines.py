@@ -148,7 +148,7 @@ def test_a_loop_inside_a_function_called_once_is_profiled_line_by_line(tmp_path)
         "\n"
         "train(20_000)\n"
     )
-    out = cli(tmp_path, str(script))
+    out = cli(tmp_path, "--phases", "timed,lines", str(script))
     assert out.returncode == 0, out.stderr
     w = workload(only_run(tmp_path))
     lines = phase(w, "lines")
