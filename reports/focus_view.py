@@ -344,11 +344,14 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
             cost = finding.get("cost_us") or 0.0
             return (
                 f"{head}; the top fix, predicted from this run's figures: {fix} (up to "
-                f"{duration(cost)} a step); measured on your loop: {measured}."
+                f"{duration(cost)} a step); another fix, measured on your loop: {measured}."
             )
         return f"{head}; the top fix, measured on your loop: {measured}."
     if finding is not None:
         fix = str(finding["fix"]).split(". ")[0].rstrip(".")
+        if fix and str(finding.get("rule") or "").startswith("compute_bound"):
+            # Not a fix: what a step of kernels leaves (its alternatives are unmeasured).
+            return f"{head}; {fix[0].lower()}{fix[1:]}."
         if fix:
             return f"{head}; the top fix, predicted from this run's figures: {fix}."
         return f"{head}; the costliest finding: {str(finding['message']).split(': ', 1)[-1]}"

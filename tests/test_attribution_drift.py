@@ -209,10 +209,7 @@ def test_the_verdict_says_when_the_compute_share_straddles_a_threshold() -> None
 def test_a_verdict_clear_of_its_thresholds_quotes_the_finding() -> None:
     card, w = _card(0.75, 0.05)
     text = focus_view._verdict(card, w)
-    assert text == (
-        "Verdict: compute (kernels) is 75% ±5 of the step; the top fix, predicted from this "
-        "run's figures: Do X."
-    )
+    assert text == ("Verdict: compute (kernels) is 75% ±5 of the step; do X.")
     assert focus_view.verdict_rule(card, w) == "compute_bound"
     card, w = _card(0.30, 0.05, "overhead_bound_session")
     assert focus_view.verdict_rule(card, w) == "overhead_bound_session"

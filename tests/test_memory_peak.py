@@ -263,3 +263,14 @@ def test_the_record_so_far_keeps_the_census(tmp_path: Path) -> None:
     assert got is not None and got["census"]["taken"] >= 1
     assert json.dumps(sampler.record()["census"])
     sampler.drop_spill()
+
+
+def test_a_slice_is_described_as_the_view_of_the_array_its_bytes_are() -> None:
+    import numpy as np
+
+    from profiler.capture.memory_peak import describe
+
+    full = np.zeros((600, 784), dtype=np.float32)
+    assert describe(full[:96], np) == "numpy float32 (96, 784), a view of (600, 784)"
+    assert describe(full, np) == "numpy float32 (600, 784)"
+    assert describe(full.reshape(-1), np) == "numpy float32 (470400,)"  # all of it: no note

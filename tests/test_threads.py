@@ -281,3 +281,20 @@ def test_fit_on_arrays_has_no_competition_finding(tmp_path):
     cpu = _timed_cpu(doc)
     assert cpu["wall_ns"] > 0
     assert not [d for d in doc["diagnoses"] if d["rule"] == "cpu_competition"]
+
+
+def test_a_random_map_is_never_told_to_cache_after_it() -> None:
+    from profiler.diagnoses.input import _cpu_fix
+
+    rotate = {"kind": "map", "function": "rotate (t.py:4)", "random": True}
+    decode = {"kind": "map", "function": "decode (t.py:2)", "parallel": True}
+    # The tf.data guide's rotation by tf.py_function, serial: no cache after it, no
+    # num_parallel_calls to lower.
+    fix = _cpu_fix({"stages": [{"kind": "from_tensor_slices"}, rotate], "auto_parallel": True}, 12)
+    assert ".cache()" not in fix and "num_parallel_calls" not in fix
+    assert "map(rotate) draws random numbers" in fix
+    # A deterministic map before it: the cache goes between the two.
+    fix = _cpu_fix({"stages": [decode, rotate, {"kind": "batch"}]}, 12)
+    assert ".cache() right after map(decode), the random map(rotate) after it" in fix
+    assert "instead of 12 times" in fix and "windowing" not in fix
+    assert "num_parallel_calls=1 or 2" in fix

@@ -178,7 +178,9 @@ def test_a_finding_holding_far_more_than_the_measured_fix_leads_the_verdict() ->
            "baseline_us": 385_000.0, "variant_us": 370_000.0, "verdict": "holds"}  # fmt: skip
     text = focus_view._verdict(card, {"whatif": [xla]})
     assert "the top fix, predicted from this run's figures: Cache after map(rotate) (up to" in text
-    assert text.endswith("measured on your loop: XLA, 15.00 ms less per step, 1.0× faster.")
+    assert text.endswith(
+        "another fix, measured on your loop: XLA, 15.00 ms less per step, 1.0× faster."
+    )
     # The rule that opens the answer is the finding's, as without the what-if (a noise run's
     # busy side measured XLA and was called another verdict than the quiet side).
     assert focus_view.verdict_rule(card, {"whatif": [xla]}) == "input_bound"

@@ -224,25 +224,46 @@ def keras_made(pipe: Mapping[str, Any]) -> bool:
 
 
 def _cpu_fix(pipe: Mapping[str, Any], epochs: Any) -> str:
-    """Prepare the input once (a cache after its last map, or arrays saved before training);
-    fewer parallel calls of its maps on a small machine."""
+    """Prepare the input once (a cache after its last deterministic map, or arrays saved before
+    training); fewer parallel calls of the maps the script made parallel, on a small machine.
+
+    A random map (an augmentation) is never cached after: the cache would keep the first
+    epoch's draws for every epoch (the tf.data guide's rotation by ``tf.py_function`` was told
+    to cache after it)."""
     stages = pipe.get("stages") or []
     kinds = [s["kind"] for s in stages]
     maps = [i for i, k in enumerate(kinds) if k == "map"]
+    fixed = [i for i in maps if not stages[i].get("random")]
+    before = [i for i in fixed if not any(stages[j].get("random") for j in maps if j < i)]
     out = []
-    if maps and "cache" not in kinds[maps[-1] + 1 :] and _int(epochs) != 1:
-        name = _name(stages[maps[-1]].get("function", "")) or "fn"
+    last = before[-1] if before else None
+    if last is not None and "cache" not in kinds[last + 1 :] and _int(epochs) != 1:
+        name = _name(stages[last].get("function", "")) or "fn"
         times = f" instead of {_int(epochs)} times" if _int(epochs) > 1 else ""
+        work = "windowing and per-element" if "window" in kinds[:last] else "per-element"
+        random = [i for i in maps if stages[i].get("random")]
+        keep = (
+            f", the random map({_name(stages[random[0]].get('function', '')) or 'fn'}) after it"
+            if random
+            else ""
+        )
         out.append(
-            f"prepare the input once: .cache() right after map({name}) (the windowing or "
-            f"per-element work then runs on the first epoch only{times}), or build the prepared "
-            "arrays once and save them"
+            f"prepare the input once: .cache() right after map({name}){keep} (its {work} work "
+            f"then runs on the first epoch only{times}), or build the prepared arrays once and "
+            "save them"
+        )
+    elif maps and len(fixed) < len(maps):
+        name = _name(stages[maps[0]].get("function", "")) or "fn"
+        out.append(
+            f"make each element cheaper: map({name}) draws random numbers (an augmentation), so "
+            "caching after it would repeat the first epoch's draws; write its work in "
+            "TensorFlow ops, or cache the decoded inputs before it"
         )
     else:
         out.append(
             "prepare the input once before training: build the prepared arrays and save them"
         )
-    if any(stages[i].get("parallel") for i in maps) or pipe.get("auto_parallel"):
+    if any(stages[i].get("parallel") for i in maps):
         out.append(
             "on a machine this small, fewer parallel calls of its maps (num_parallel_calls=1 or 2 "
             "instead of AUTOTUNE) leave the kernels their cores"

@@ -742,8 +742,9 @@ RULES: tuple[Rule, ...] = (
         "{gflops:,.1f} GFLOP/s, {peak_pct:.0f}% of this machine's {peak_gflops:,.0f} GFLOP/s "
         "float32 matmul; the top kernels are {top_kernels}.",
         fix="There is little overhead to remove: a faster step needs less arithmetic (a "
-        "smaller model or input, fewer or smaller batches) or faster kernels (XLA with "
-        "jit_compile=True, mixed precision where the hardware has it, more cores).",
+        "smaller model or input, fewer or smaller batches) or faster kernels (more cores; XLA "
+        "with jit_compile=True or mixed precision, each measured on this loop before it is "
+        "kept: on a CPU either can be slower).",
         cost="compute_us",
     ),
     Rule(
@@ -760,8 +761,9 @@ RULES: tuple[Rule, ...] = (
         message="{label} is compute-bound: kernels take {compute_us:,.0f} µs of each "
         "{step_us:,.0f} µs step ({compute_pct:.0f}%); the top kernels are {top_kernels}.",
         fix="There is little overhead to remove: a faster step needs less arithmetic (a "
-        "smaller model or input, fewer or smaller batches) or faster kernels (XLA with "
-        "jit_compile=True, mixed precision where the hardware has it, more cores).",
+        "smaller model or input, fewer or smaller batches) or faster kernels (more cores; XLA "
+        "with jit_compile=True or mixed precision, each measured on this loop before it is "
+        "kept: on a CPU either can be slower).",
         cost="compute_us",
     ),
     Rule(
