@@ -73,7 +73,9 @@ def test_signature_advice_only_for_a_function_the_script_defines():
     quiet = {**keras, "trace_steps": [1]}
     once = _tracing([quiet, {**own_fn(), "trace_steps": [2]}])
     assert set(once) == {"one_off_tracing"} and once["one_off_tracing"].cost_us is None
-    assert once["one_off_tracing"].fix.startswith("None in the loop: a trace is paid once")
+    assert once["one_off_tracing"].fix.startswith(
+        "Nothing to change in the loop: a trace is paid once"
+    )
     assert "traced for the first time inside the measured steps" in found_msg(once)
     # The script's own function retraced on a Python int: the retracing finding, with the arg.
     own = {"name": "train_step", "module": "__main__", "own": True, "calls": 100}

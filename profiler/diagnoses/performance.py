@@ -1078,8 +1078,8 @@ RULES: tuple[Rule, ...] = (
         when=lambda f: f["tracing_pct"] >= 1 and not f.get("tracing_in_predict"),
         message="{label}: {tracing_pct:.1f}% of the sampled step time was tracing, yet "
         "{one_off_what}.",
-        fix="None in the loop: a trace is paid once, not by every step; it weighs this much "
-        "only in the few steps this run measured.",
+        fix="Nothing to change in the loop: a trace is paid once, not by every step; it weighs "
+        "this much only in the few steps this run measured.",
     ),
     Rule(
         id="steady_tracing",
