@@ -318,6 +318,12 @@ def test_an_inner_loop_per_sample_is_named_with_its_share_of_the_step():
     g: dict = {"step_us": 834.0, "python_dispatch_pct": 69.0, "label": "n.py"}
     loops.loop_facts(g, _trace(script))
     assert g["inner_line"] == 53
+    # The step loop's iterations that ended while watched: the 265th began the steps and its
+    # samples were not counted, so a step holds 10 of them (Nielsen's mini-batch), not 9.96.
+    script["auto_step"]["loops"][1]["timed"] = 264
+    h: dict = {"step_us": 834.0, "python_dispatch_pct": 69.0, "label": "n.py"}
+    loops.loop_facts(h, _trace(script))
+    assert h["inner_per_step"] == 10.0
 
 
 def test_blocks_keep_a_trimmed_mean_for_bimodal_steps():

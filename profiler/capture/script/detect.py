@@ -1000,6 +1000,8 @@ class LoopMarks:
                     "function": s.function,
                     "candidate": self.candidate[k],
                     "iterations": self.count[k],
+                    # Those that ended while watched (the one the choice began is a step).
+                    "timed": self.timed[k],
                     "mean_us": round(self.total_ns[k] / self.timed[k] / 1e3, 3)
                     if self.timed[k]
                     else None,
