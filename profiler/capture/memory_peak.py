@@ -148,9 +148,7 @@ class _Count:
 
     def array(self, a: Any, np: Any) -> int:
         """The bytes of the data a numpy array's owner holds, once."""
-        root = a
-        while isinstance(root.base, np.ndarray):
-            root = root.base
+        root = _owner(a, np)
         if id(root) in self.seen:
             return 0
         self.seen.add(id(root))
@@ -214,12 +212,17 @@ class _Count:
         return None
 
 
+def _owner(a: Any, np: Any) -> Any:
+    """The array whose data ``a`` views (``a`` itself if it owns its data)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
 def describe(obj: Any, np: Any) -> str:
     """``numpy float64 (60000, 784)``, ``tf.Tensor float32 ()``, ``tuple of numpy ...``."""
     if np is not None and isinstance(obj, np.ndarray):
-        root = obj
-        while isinstance(root.base, np.ndarray):
-            root = root.base
+        root = _owner(obj, np)
         if root is not obj and root.nbytes > obj.nbytes:
             # Its bytes are the array it views (what the name keeps alive), not its own: a
             # (9600, 784) slice of a (60000, 784) array read as 179 MB for 28.7 MB of data.

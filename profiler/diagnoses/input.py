@@ -223,6 +223,10 @@ def keras_made(pipe: Mapping[str, Any]) -> bool:
     return any(KERAS_ADAPTER in str(s.get("function", "")) for s in pipe.get("stages") or [])
 
 
+def _map_name(stage: Mapping[str, Any]) -> str:
+    return _name(stage.get("function", "")) or "fn"
+
+
 def _cpu_fix(pipe: Mapping[str, Any], epochs: Any) -> str:
     """Prepare the input once (a cache after its last deterministic map, or arrays saved before
     training); fewer parallel calls of the maps the script made parallel, on a small machine.
@@ -233,27 +237,22 @@ def _cpu_fix(pipe: Mapping[str, Any], epochs: Any) -> str:
     stages = pipe.get("stages") or []
     kinds = [s["kind"] for s in stages]
     maps = [i for i, k in enumerate(kinds) if k == "map"]
-    fixed = [i for i in maps if not stages[i].get("random")]
-    before = [i for i in fixed if not any(stages[j].get("random") for j in maps if j < i)]
+    random = [i for i in maps if stages[i].get("random")]
+    # The deterministic maps before the first random one: a cache may follow them.
+    before = [i for i in maps if not random or i < random[0]]
     out = []
     last = before[-1] if before else None
     if last is not None and "cache" not in kinds[last + 1 :] and _int(epochs) != 1:
-        name = _name(stages[last].get("function", "")) or "fn"
         times = f" instead of {_int(epochs)} times" if _int(epochs) > 1 else ""
         work = "windowing and per-element" if "window" in kinds[:last] else "per-element"
-        random = [i for i in maps if stages[i].get("random")]
-        keep = (
-            f", the random map({_name(stages[random[0]].get('function', '')) or 'fn'}) after it"
-            if random
-            else ""
-        )
+        keep = f", the random map({_map_name(stages[random[0]])}) after it" if random else ""
         out.append(
-            f"prepare the input once: .cache() right after map({name}){keep} (its {work} work "
-            f"then runs on the first epoch only{times}), or build the prepared arrays once and "
-            "save them"
+            f"prepare the input once: .cache() right after map({_map_name(stages[last])}){keep} "
+            f"(its {work} work then runs on the first epoch only{times}), or build the prepared "
+            "arrays once and save them"
         )
-    elif maps and len(fixed) < len(maps):
-        name = _name(stages[maps[0]].get("function", "")) or "fn"
+    elif random:
+        name = _map_name(stages[random[0]])
         out.append(
             f"make each element cheaper: map({name}) draws random numbers (an augmentation), so "
             "caching after it would repeat the first epoch's draws; write its work in "
