@@ -76,8 +76,8 @@ def _gc_detail(att: Mapping[str, Any]) -> str:
 def _sentence(w: Mapping[str, Any]) -> str:
     st, dist = w.get("step_time") or {}, w.get("distribution") or {}
     median = st.get("median_us")
-    steps = st.get("steps")
-    text = f"A step of {w['label']} takes {duration(median)} (the median of {steps} timed steps"
+    steps = int(st.get("steps") or 0)
+    text = f"A step of {w['label']} takes {duration(median)} (the median of {steps:,} timed steps"
     mean = dist.get("mean_us")
     if mean and median and mean > 1.2 * median and dist.get("outliers"):
         text += (
@@ -86,7 +86,18 @@ def _sentence(w: Mapping[str, Any]) -> str:
             f"{dist['outlier_factor']:g}× the median hold {100 * dist['outlier_share']:.0f}% "
             "of the time"
         )
+        others, cores = dist.get("others_cores"), int(dist.get("cores") or 0)
+        if others is not None and cores and others >= BUSY_OTHERS_CORES:
+            text += (
+                f"; other processes kept {others:.1f} of this machine's {cores} cores busy "
+                "meanwhile: a step that waits for a core is slow too"
+            )
     return text + ")."
+
+
+#: Other processes' load (cores) beside the timed window above which slow steps may be waits
+#: for a core, and the step sentence says so.
+BUSY_OTHERS_CORES = 0.5
 
 
 def _budget(script: Mapping[str, Any]) -> str:
@@ -96,11 +107,19 @@ def _budget(script: Mapping[str, Any]) -> str:
     steps_s = t.get("steps_s")
     if not wall or steps_s is None or steps_s >= 0.8 * wall:
         return ""
-    n = script.get("steps") or 0
+    n = int(script.get("steps") or 0)
+    # The loop's iterations watched before its first step are steps of the script all the same.
+    watched = int((script.get("auto_step") or {}).get("watched_iterations") or 0)
+    watched_s = float(t.get("watched_s") or 0.0) if watched else 0.0
+    if float(steps_s) + watched_s >= 0.8 * wall:
+        return ""
+    count = f"{n + watched:,} step{'s' if n + watched != 1 else ''}"
+    if watched:
+        count += f", the first {watched:,} watched to find the loop"
     return (
-        f"The script ran {wall:,.1f} s: {t['before_s']:,.1f} s before its first step (imports, "
-        f"data, model), {steps_s:,.1f} s from its first step to its last ({n:,} step"
-        f"{'s' if n != 1 else ''}), {t['after_s']:,.1f} s after it."
+        f"The script ran {wall:,.1f} s: {t['before_s'] - watched_s:,.1f} s before its first "
+        f"step (imports, data, model), {steps_s + watched_s:,.1f} s from its first step to its "
+        f"last ({count}), {t['after_s']:,.1f} s after it."
     )
 
 

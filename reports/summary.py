@@ -47,7 +47,7 @@ from profiler.version import __version__
 #: ``communication`` category (a required key of every category map), a workload's ``worker``,
 #: the run's ``job``; 6 (additive): a script's memory names what grows; 7 (additive): what held
 #: the peak (``memory.peak``).
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 TOOL_NAME = "training-loop-profiler"
 
 
@@ -107,6 +107,8 @@ def _distribution_obj(d: stats.Distribution | None) -> dict[str, Any] | None:
         "outlier_factor": stats.OUTLIER_FACTOR,
         "outlier_share": round(d.outlier_share, 4),
         "trend_us_per_100_steps": round(d.trend_ns_per_step * 100 / 1e3, 3),
+        "others_cores": round(d.others_cores, 2) if d.others_cores is not None else None,
+        "cores": d.cores,
     }
 
 

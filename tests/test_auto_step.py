@@ -58,6 +58,31 @@ def test_a_numpy_loop_is_found_and_every_numpy_phase_runs_on_it(tmp_path: Path):
     assert w["script"]["steps"] > 1000
 
 
+RUNS_OUT = """
+import numpy as np
+
+x = np.random.rand(64, 8)
+w = np.zeros(8)
+for step in range(30_000):
+    w -= 0.01 * x.T @ (x @ w - 1.0) / len(x)
+print(float(w.sum()))
+"""
+
+
+def test_the_iterations_watched_to_find_the_loop_are_counted_among_its_steps(tmp_path: Path):
+    # A 20,000-step loop said it ran 12,931 steps: the 7,069 its watching took were left out.
+    w = _auto(tmp_path, "runs_out.py", RUNS_OUT, "--phases", "timed")
+    script, auto = w["script"], w["script"]["auto_step"]
+    watched, measured = auto["watched_iterations"], script["steps"]
+    assert watched > 0 and watched + measured == 30_000, (watched, measured)
+    assert script["message"] == (
+        f"the script ran to its end: 30,000 steps (the first {watched:,} watched to find its "
+        f"loop, {measured:,} measured)"
+    )
+    t = script["time"]
+    assert 0 < t["watched_s"] < t["before_s"], t
+
+
 EAGER = """
 import numpy as np
 import tensorflow as tf

@@ -390,7 +390,7 @@ def test_fit_with_k_batches_per_call_trains_on_the_same_batches_and_saves_the_ca
     # and the loss matches the plain run's (keras_jit ran some batches through XLA too).
     lines = stdout.split("\n")
     assert "iterations 4000" in lines and "iterations 4000" in plain
-    assert "fit_k.py: the script ran to its end: 4000 steps" in lines
+    assert "fit_k.py: the script ran to its end: 4,000 steps" in lines
     loss = float(next(s for s in lines if s.startswith("loss ")).split()[1])
     want = float(next(s for s in plain if s.startswith("loss ")).split()[1])
     assert loss == pytest.approx(want, rel=1e-4)

@@ -21,7 +21,7 @@ from profiler.analysis import attribution, lines, sampling, stats, whatif
 from profiler.analysis.attribution import Attribution
 from profiler.capture.loop import Params, WorkloadSpec
 from profiler.model import OK, WorkloadTrace, median_ns
-from profiler.model.records import FrameworkData, LinesData
+from profiler.model.records import FrameworkData, LinesData, ThreadCpu
 
 #: Cross-check tolerances (``checks``).
 KERNEL_CHECK_TOLERANCE = 0.5
@@ -164,7 +164,11 @@ def analyse_workload(outcome: Outcome) -> WorkloadAnalysis:
         attribution=att,
         line_tables=tables,
         lines_inflation_vs_warmup=lines_vs_warmup,
-        distribution=stats.distribution(timed.window, w) if timed and timed.window else None,
+        distribution=stats.distribution(
+            timed.window, w, timed.data if isinstance(timed.data, ThreadCpu) else None
+        )
+        if timed and timed.window
+        else None,
         series=stats.series(trace),
         epochs=_epochs(trace),
         whatifs=tuple(whatif.analyse(trace.data("whatif"), att, w.units_per_step)),

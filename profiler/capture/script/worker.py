@@ -443,7 +443,7 @@ class ScriptRun:
         d = self.driver
         steps = d.done
         if exc is None:
-            return Ending("completed", OK, message=f"the script ran to its end: {steps} steps")
+            return Ending("completed", OK, message=f"the script ran to its end: {self._count()}")
         if isinstance(exc, StopScript):
             return Ending(
                 "max_steps",
@@ -614,6 +614,18 @@ class ScriptRun:
             r["instrumented"] = any(a <= r["to_step"] and r["from_step"] < b for a, b in busy)
         return rows
 
+    def _count(self) -> str:
+        """The steps the script ran, those its loop's watching took before the first step
+        included: ``20,000 steps (the first 7,069 watched to find its loop, 12,931 measured)``."""
+        steps = self.driver.done
+        watched = self.loops.watched()[0] if self.loops is not None else 0
+        if not watched:
+            return f"{steps:,} steps"
+        return (
+            f"{steps + watched:,} steps (the first {watched:,} watched to find its loop, "
+            f"{steps:,} measured)"
+        )
+
     def time_budget(self) -> dict[str, float] | None:
         """The script's wall time before its first step, from it to its last, and after (s)."""
         d = self.driver
@@ -623,6 +635,8 @@ class ScriptRun:
             "before_s": round(max(d.first_start_ns - self.start_ns, 0) / 1e9, 3),
             "steps_s": round(max(d.last_end_ns - d.first_start_ns, 0) / 1e9, 3),
             "after_s": round(max(self.end_ns - d.last_end_ns, 0) / 1e9, 3),
+            # Of before_s: the loop's own iterations before its first step, watched to find it.
+            "watched_s": round(self.loops.watched()[1] / 1e9, 3) if self.loops else 0.0,
         }
 
     def trace(self, out: Outcome, status: str, error: str = "") -> WorkloadTrace:
