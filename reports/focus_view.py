@@ -345,11 +345,13 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
         head = f"Verdict: {top['label']} is {_pct(top)} of the step"
     fixes = [x for x in w.get("whatif") or [] if _saves(x) and x.get("measured_saving_us")]
     noise = _within_noise(card)
-    if noise:
+    finding = _top_finding(card, noise)
+    if noise and finding is None:
+        # Said only where no other finding leads: beside one (summaries written every step,
+        # 91% of the kernels) the bound verdicts it cannot tell apart are not the answer.
         compute = next(r for r in card["split"] if r["category"] == "compute")
         what = f"compute {_pct(compute)}" if top["category"] != "compute" else ""
         head += f" ({what}: {noise})" if what else f": {noise}"
-    finding = _top_finding(card, noise)
     if fixes:
         best = max(fixes, key=lambda x: x["measured_saving_us"])
         speed = (

@@ -56,6 +56,18 @@ def test_kernel_purposes_row_by_row(op: str, what: str) -> None:
     assert purposes.purpose(op) == what
 
 
+def test_kernels_under_a_summary_writers_scope_are_summaries_whatever_their_type() -> None:
+    # TF2's tf.summary.histogram buckets its values with OneHot and Sum (the op names of a
+    # custom loop's step that writes them every step, from its XPlane capture).
+    name = "kernel/grad_1/write_summary/buckets/cond/else/_51/kernel/grad_1/write_summary/one_hot"
+    assert purposes.purpose("OneHot", name) == purposes.SUMMARIES
+    assert purposes.purpose("Sum", "dense/write_summary") == purposes.SUMMARIES
+    assert purposes.purpose("OneHot", "model/one_hot") == purposes.ARITHMETIC
+    assert purposes.purpose("MatMul", "sequential/dense/MatMul") == purposes.ARITHMETIC
+    rows = [("OneHot", name, 0.6), ("MatMul", "sequential/dense/MatMul", 0.4)]
+    assert purposes.shares(rows) == {purposes.SUMMARIES: 0.6, purposes.ARITHMETIC: 0.4}
+
+
 def test_an_evaluation_every_10th_iteration_is_named_with_its_period(tmp_path: Path) -> None:
     # Truth (--bench, on this machine): a training iteration ~0.16 ms, an evaluating one
     # 14 ms (90x), the evaluating iterations ~87% of the loop.

@@ -423,7 +423,7 @@ def _compute_facts(f: dict[str, Any], trace: Any) -> None:
             by_kernel[r.kernel] = by_kernel.get(r.kernel, 0.0) + r.share
         top = sorted(by_kernel.items(), key=lambda kv: -kv[1])[:3]
         f["top_kernels"] = ", ".join(f"{k} {100 * s:.0f}%" for k, s in top)
-        _purpose_facts(f, by_kernel, compute)
+        _purpose_facts(f, [(r.kernel, r.op, r.share) for r in table.rows], compute)
     flops = f.get("flops") or (
         fw.flops_per_step // f["units_per_step"] if fw and fw.flops_per_step else None
     )
@@ -551,27 +551,44 @@ def _slow_line(trace: Any, period: int, excess_ns: float) -> str:
 OTHER_PURPOSE_SHARE = 0.4
 
 
-def _purpose_facts(f: dict[str, Any], by_kernel: dict[str, float], compute_us: float) -> None:
-    """What the kernels are for (``profiler.analysis.purposes``): the arithmetic's share of
-    kernel time, and the largest other purpose with its kernels and its advice."""
-    total = sum(by_kernel.values()) or 1.0
-    shares = purposes.shares(by_kernel.items())
+def _purpose_facts(
+    f: dict[str, Any], rows: list[tuple[str, str, float]], compute_us: float
+) -> None:
+    """What the kernels are for (``profiler.analysis.purposes``), from (op type, op name,
+    share) rows: the arithmetic's share of kernel time, and the largest other purpose with its
+    kernels and its advice."""
+    total = sum(r[2] for r in rows) or 1.0
+    shares = purposes.shares(rows)
     arith = shares.get(purposes.ARITHMETIC, 0.0) / total
     f["arithmetic_share"] = arith
     others = {k: v / total for k, v in shares.items() if k != purposes.ARITHMETIC}
     if not others:
         return
     what = max(others, key=lambda k: others[k])
-    kernels = sorted(
-        ((k, v / total) for k, v in by_kernel.items() if purposes.purpose(k) == what),
-        key=lambda kv: -kv[1],
-    )[:3]
+    # Its kernels by type, a type it has only by its ops' names marked so ("OneHot in
+    # write_summary": TF2's histogram summaries).
+    by_type: dict[str, float] = {}
+    for op_type, name, share in rows:
+        if purposes.purpose(op_type, name) != what:
+            continue
+        label = op_type if purposes.purpose(op_type) == what else f"{op_type} in {_scope(name)}"
+        by_type[label] = by_type.get(label, 0.0) + share / total
+    kernels = sorted(by_type.items(), key=lambda kv: -kv[1])[:3]
     f["purpose"] = what
     f["purpose_share_pct"] = 100 * others[what]
     f["purpose_us"] = compute_us * others[what]
     f["purpose_step_pct"] = f["compute_pct"] * others[what]
     f["purpose_kernels"] = ", ".join(f"{k} {100 * v:.0f}%" for k, v in kernels)
     f["purpose_fix"] = purposes.ADVICE.get(what, "")
+
+
+def _scope(name: str) -> str:
+    """The name scope ``purposes.NAME_RULES`` matched in an op's name (``write_summary``)."""
+    for pattern, _ in purposes.NAME_RULES:
+        m = pattern.search(name)
+        if m:
+            return m.group(0).strip("/")
+    return name
 
 
 #: Timed steps a step-time trend needs (fewer: a few noisy medians, not a trend), and how much
