@@ -53,8 +53,10 @@ def call_facts(f: dict[str, Any], trace: Any) -> None:
     f["script_s"] = wall
     f["loop_samples"] = c["samples"] / c["sized"] if c["sized"] else None
     if f["loop_samples"] is not None:
-        f["loop_samples_text"] = f"{f['loop_samples']:g} sample" + (
-            "" if f["loop_samples"] == 1 else "s"
+        n = f["loop_samples"]
+        # A mean over calls of different sizes: 17.4, not 17.3967.
+        f["loop_samples_text"] = (f"{n:,.0f}" if n == round(n) else f"{n:,.1f}") + (
+            " sample" if n == 1 else " samples"
         )
     f["train_steps"] = steps
     f["train_steps_s"] = (script.get("time") or {}).get("steps_s")

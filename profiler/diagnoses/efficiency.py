@@ -201,7 +201,7 @@ RULES: tuple[Rule, ...] = (
         when=_overhead,
         message=(
             "time per update is {slow_us:,.0f} µs for {slow_flops:,.0f} flops in {slow} "
-            "({slow_mflops:.2g} Mflop/s) against {fast_us:.1f} µs for {fast_flops:,.0f} flops "
+            "({slow_mflops:.2g} Mflop/s) against {fast_us:,.1f} µs for {fast_flops:,.0f} flops "
             "in {fast}: overhead-bound"
         ),
         fix=(

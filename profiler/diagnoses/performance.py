@@ -653,10 +653,10 @@ RULES: tuple[Rule, ...] = (
             "whileloop_variant_us",
         ),
         when=lambda f: f["overhead_pct"] >= OVERHEAD_BOUND_PCT,
-        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead; the "
-        "arithmetic ({flops:,} flops) takes {compute_us:.1f} µs of kernels.",
+        message="{label}: {overhead_pct:.0f}% of each {step_us:,.0f} µs step is overhead; the "
+        "arithmetic ({flops:,} flops) takes {compute_us:,.1f} µs of kernels.",
         fix="Run many steps per call: the same loop inside one session.run (tf.while_loop) "
-        "measured {whileloop_variant_us:.1f} µs per step, {whileloop_saving_us:.0f} µs less.",
+        "measured {whileloop_variant_us:,.1f} µs per step, {whileloop_saving_us:,.0f} µs less.",
         cost="overhead_us",
     ),
     Rule(
@@ -670,8 +670,8 @@ RULES: tuple[Rule, ...] = (
             and f["framework"] in ("tf1", "tf2", "keras")
             and not f["eager"]
         ),
-        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead; the "
-        "arithmetic ({flops:,} flops) takes {compute_us:.1f} µs of kernels.",
+        message="{label}: {overhead_pct:.0f}% of each {step_us:,.0f} µs step is overhead; the "
+        "arithmetic ({flops:,} flops) takes {compute_us:,.1f} µs of kernels.",
         fix="Do more work per framework call: larger batches, or the loop inside the graph "
         "(tf.while_loop, a tf.function running several steps, Keras steps_per_execution).",
         cost="overhead_us",
@@ -681,8 +681,8 @@ RULES: tuple[Rule, ...] = (
         subject="workload",
         needs=("label", "step_us", "overhead_pct", "overhead_us", "compute_us"),
         when=lambda f: _overhead_bound(f) and f.get("flops") is None and f["framework"] == "tf1",
-        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead around "
-        "{compute_us:.1f} µs of kernels: the rest is session.run's per-call machinery.",
+        message="{label}: {overhead_pct:.0f}% of each {step_us:,.0f} µs step is overhead around "
+        "{compute_us:,.1f} µs of kernels: the rest is session.run's per-call machinery.",
         fix="Do more work per session.run: larger batches, or several steps inside the graph "
         "(a tf.while_loop over the update), so the per-call cost is paid once for many.",
         cost="overhead_us",
@@ -702,8 +702,8 @@ RULES: tuple[Rule, ...] = (
             # Epochs of one batch: the epoch's machinery, not the batch's (one_batch_epochs).
             and not f.get("one_batch_epochs")
         ),
-        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs batch is overhead around "
-        "{compute_us:.1f} µs of kernels: the rest is fit's per-batch machinery.",
+        message="{label}: {overhead_pct:.0f}% of each {step_us:,.0f} µs batch is overhead around "
+        "{compute_us:,.1f} µs of kernels: the rest is fit's per-batch machinery.",
         fix="Run several batches per call: model.compile(..., steps_per_execution=k), or a "
         "larger batch_size.",
         cost="overhead_us",
@@ -732,8 +732,8 @@ RULES: tuple[Rule, ...] = (
             and f["framework"] == "tf2"
             and f["mode"] == "function"
         ),
-        message="{label}: {overhead_pct:.0f}% of each {step_us:.0f} µs step is overhead around "
-        "{compute_us:.1f} µs of kernels: the rest is the tf.function call's per-call cost.",
+        message="{label}: {overhead_pct:.0f}% of each {step_us:,.0f} µs step is overhead around "
+        "{compute_us:,.1f} µs of kernels: the rest is the tf.function call's per-call cost.",
         fix="{function_fix}",
         cost="overhead_us",
     ),
@@ -888,10 +888,10 @@ RULES: tuple[Rule, ...] = (
         subject="workload",
         needs=("label", "feed_us", "feed_pct", "cast_us", "nofeed_saving_us"),
         when=lambda f: f["feed_pct"] >= 10,
-        message="{label}: feed_dict costs {feed_us:.0f} µs per step ({feed_pct:.0f}% of the "
-        "step) in Python; converting the fed arrays' dtype is {cast_us:.1f} µs of it.",
+        message="{label}: feed_dict costs {feed_us:,.0f} µs per step ({feed_pct:.0f}% of the "
+        "step) in Python; converting the fed arrays' dtype is {cast_us:,.1f} µs of it.",
         fix="Keep the data in the graph (constants, a variable, or tf.data): measured "
-        "{nofeed_saving_us:.0f} µs less per step, more than the Python-side feed cost alone.",
+        "{nofeed_saving_us:,.0f} µs less per step, more than the Python-side feed cost alone.",
         cost="feed_us",
     ),
     Rule(
@@ -901,7 +901,7 @@ RULES: tuple[Rule, ...] = (
         when=lambda f: (
             f["feed_pct"] >= 10 and f["same_feeds"] and f.get("nofeed_saving_us") is None
         ),
-        message="{label}: feed_dict costs {feed_us:.0f} µs per step ({feed_pct:.0f}% of the "
+        message="{label}: feed_dict costs {feed_us:,.0f} µs per step ({feed_pct:.0f}% of the "
         "step) in Python, feeding the same arrays every step.",
         fix="Keep the data in the graph (constants or a variable) instead of feeding the same "
         "arrays every step.",
@@ -916,7 +916,7 @@ RULES: tuple[Rule, ...] = (
             and f.get("same_feeds") is False
             and f.get("nofeed_saving_us") is None
         ),
-        message="{label}: feed_dict costs {feed_us:.0f} µs per step ({feed_pct:.0f}% of the "
+        message="{label}: feed_dict costs {feed_us:,.0f} µs per step ({feed_pct:.0f}% of the "
         "step) in Python to hand each batch to the session.",
         fix="Feed the batches through an input pipeline inside the graph (tf.data with "
         "prefetch) instead of feed_dict, or feed fewer, larger batches.",
@@ -930,7 +930,7 @@ RULES: tuple[Rule, ...] = (
             f["cast_us"] >= max(2.0, 0.02 * f["step_us"]) and f.get("f32feed_saving_us") is None
         ),
         message="{label}: converting the fed arrays to the placeholders' float32 costs "
-        "{cast_us:.1f} µs per step (a copy of every fed array).",
+        "{cast_us:,.1f} µs per step (a copy of every fed array).",
         fix="Feed float32 arrays (cast them once, before the loop).",
         cost="cast_us",
     ),
@@ -939,10 +939,10 @@ RULES: tuple[Rule, ...] = (
         subject="workload",
         needs=("label", "fetch_value_us", "fetch_value_pct", "trainonly_saving_us"),
         when=lambda f: f["fetch_value_pct"] >= 3,
-        message="{label}: fetching the loss every step costs {fetch_value_us:.0f} µs "
+        message="{label}: fetching the loss every step costs {fetch_value_us:,.0f} µs "
         "({fetch_value_pct:.0f}% of the step) in fetch handling.",
         fix="Fetch the loss every N steps: fetching only the train op measured "
-        "{trainonly_saving_us:.0f} µs less per step.",
+        "{trainonly_saving_us:,.0f} µs less per step.",
         cost="fetch_value_us",
     ),
     Rule(
@@ -960,9 +960,9 @@ RULES: tuple[Rule, ...] = (
             "function_step_speedup",
         ),
         when=lambda f: f["eager"] and f["python_dispatch_pct"] >= 50 and not f.get("eager_switch"),
-        message="{label}: eager execution spends {python_us:.0f} µs per step in Python and "
-        "{dispatch_us:.0f} µs dispatching ops one by one, for {compute_us:.0f} µs of kernels.",
-        fix="Wrap the step in tf.function: measured {function_step_saving_us:.0f} µs less per "
+        message="{label}: eager execution spends {python_us:,.0f} µs per step in Python and "
+        "{dispatch_us:,.0f} µs dispatching ops one by one, for {compute_us:,.0f} µs of kernels.",
+        fix="Wrap the step in tf.function: measured {function_step_saving_us:,.0f} µs less per "
         "step ({function_step_speedup:.1f}× faster).",
         cost="python_dispatch_us",
     ),
@@ -984,9 +984,9 @@ RULES: tuple[Rule, ...] = (
             and f.get("function_step_saving_us") is None
             and not f.get("eager_switch")
         ),
-        message="{label}: eager execution spends {python_us:.0f} µs per step in Python and "
-        "{dispatch_us:.0f} µs dispatching ops one by one ({python_dispatch_pct:.0f}% of the "
-        "{step_us:.0f} µs step).",
+        message="{label}: eager execution spends {python_us:,.0f} µs per step in Python and "
+        "{dispatch_us:,.0f} µs dispatching ops one by one ({python_dispatch_pct:.0f}% of the "
+        "{step_us:,.0f} µs step).",
         fix="Wrap {step_function} in tf.function (the @tf.function decorator): its ops then "
         "run as one graph call, without the per-op Python and dispatch: up to "
         "{python_dispatch_us:,.0f} µs less per step, less the call's own cost (a few hundred "
@@ -999,7 +999,7 @@ RULES: tuple[Rule, ...] = (
         needs=("label", "n", "a_us", "b_ns", "fixed_pct", "n_even"),
         when=lambda f: f["framework"] == "numpy" and f["fixed_pct"] >= 50,
         message="{label}: at n = {n:,} a step is {fixed_pct:.0f}% fixed per-call cost (the size "
-        "sweep fits {a_us:.1f} µs + {b_ns:.2f} ns per sample).",
+        "sweep fits {a_us:,.1f} µs + {b_ns:.2f} ns per sample).",
         fix="The arithmetic only outweighs the per-call cost above n ≈ {n_even:,.0f}: process "
         "more samples per numpy call (vectorise across steps or batch more data).",
         cost="a_us",
@@ -1081,7 +1081,7 @@ RULES: tuple[Rule, ...] = (
         when=lambda f: (
             f["tracing_pct"] >= 1 and f.get("retrace_fn") is None and f.get("ops_per_step") is None
         ),
-        message="{label}: {tracing_us:.0f} µs per steady-state step ({tracing_pct:.1f}%) goes to "
+        message="{label}: {tracing_us:,.0f} µs per steady-state step ({tracing_pct:.1f}%) goes to "
         "tracing in {library_where}.",
         fix="Its signature is not the script's to change: find the call in the loop that gives "
         "it new input shapes or new Python objects each time (a last partial batch, a new "
@@ -1110,7 +1110,7 @@ RULES: tuple[Rule, ...] = (
             and f.get("library_where") is None
             and f.get("ops_per_step") is None
         ),
-        message="{label}: {tracing_us:.0f} µs per steady-state step ({tracing_pct:.1f}%) goes to "
+        message="{label}: {tracing_us:,.0f} µs per steady-state step ({tracing_pct:.1f}%) goes to "
         "tracing or retracing.",
         fix="Give tf.function a stable input signature (same shapes and dtypes, tensors not "
         "Python numbers) so it traces once.",
