@@ -21,6 +21,7 @@ from profiler.diagnoses import gc as gc_rules
 from profiler.diagnoses import input as input_rules
 from profiler.diagnoses import loops as loop_rules
 from profiler.diagnoses import memory as memory_rules
+from profiler.diagnoses import step_lines
 from profiler.diagnoses.engine import Diagnosis, Facts, Rule, evaluate, ranked
 from profiler.model import median_ns
 
@@ -119,6 +120,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     input_rules.input_facts(f, parts, trace)
     call_rules.call_facts(f, trace)
     loop_rules.loop_facts(f, trace)
+    step_lines.step_line_facts(f, trace)
     _trend_facts(f, trace, wa)
     _slow_facts(f, trace)
     _graph_slow_facts(f)
@@ -844,6 +846,12 @@ RULES: tuple[Rule, ...] = (
             f["purpose_share_pct"] >= 100 * OTHER_PURPOSE_SHARE
             and f["purpose_step_pct"] >= 20
             and bool(f["purpose_fix"])
+            # An input-bound step's input kernels are input_bound's to name, with its own fix
+            # (a Sequence's PyFunc, 20% of the step: the same batches, said twice).
+            and not (
+                f["purpose"] == purposes.INPUT
+                and (f.get("input_pct") or 0.0) >= input_rules.INPUT_BOUND_PCT
+            )
         ),
         message="{label}: {purpose_step_pct:.0f}% of each {step_us:,.0f} µs step is kernels "
         "for {purpose}, not the model's arithmetic ({purpose_us:,.0f} µs: {purpose_kernels}; "
@@ -1092,7 +1100,13 @@ RULES: tuple[Rule, ...] = (
         id="one_off_tracing",
         subject="workload",
         needs=("label", "tracing_pct", "one_off_tracing", "one_off_what"),
-        when=lambda f: f["tracing_pct"] >= 1 and not f.get("tracing_in_predict"),
+        when=lambda f: (
+            f["tracing_pct"] >= 1
+            and not f.get("tracing_in_predict")
+            # A line of the script holding more of the step than the tracing runs it every
+            # step (a callback's evaluate every batch builds its dataset's functions anew).
+            and not step_lines.holds(f, f["tracing_pct"])
+        ),
         message="{label}: {tracing_pct:.1f}% of the sampled step time was tracing, yet "
         "{one_off_what}.",
         fix="Nothing to change in the loop: a trace is paid once, not by every step; it weighs "
@@ -1118,6 +1132,7 @@ RULES: tuple[Rule, ...] = (
     ),
     *input_rules.RULES,
     *call_rules.RULES,
+    *step_lines.RULES,
     *loop_rules.RULES,
     *memory_rules.RULES,
     *gc_rules.RULES,
