@@ -194,6 +194,45 @@ def test_predict_on_one_batch_a_call_in_a_loop_is_named_with_predict_on_batch() 
     assert "model.predict_on_batch(x) or model(x, training=False)" in d.fix
 
 
+def test_predict_calls_inside_the_steps_are_not_the_steps_per_call_overhead() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import calls, performance
+
+    # A GAN's predict between its train_on_batch steps (300 steps of 40 ms, 94% overhead read
+    # as train_on_batch's per-call cost; predict 58% of the loop without the profiler): the
+    # 7.3 s its calls took inside the steps leave the step's overhead, and the one-off
+    # tracing finding is not said (each predict builds its dataset's functions again).
+    script = {
+        "wall_s": 19.9,
+        "steps": 300,
+        "time": {"steps_s": 13.5},
+        "keras_calls": {
+            "predict": {
+                "calls": 101,
+                "ms": 7_300.0,
+                "in_steps_ms": 7_300.0,
+                "samples": 3_232,
+                "sized": 101,
+            }
+        },
+    }
+    f: dict = {"label": "gan.py", "step_us": 40_266.0, "overhead_us": 37_720.0}
+    f["overhead_pct"] = 100 * f["overhead_us"] / f["step_us"]
+    calls.call_facts(f, SimpleNamespace(script=script))
+    assert f["overhead_us"] == pytest.approx(37_720.0 - 7_300.0 * 1e3 / 300)
+    assert f["overhead_pct"] == pytest.approx(100 * f["overhead_us"] / 40_266.0)
+    assert f["overhead_pct"] < performance.OVERHEAD_BOUND_PCT
+    (one_off,) = [r for r in performance.RULES if r.id == "one_off_tracing"]
+    assert not one_off.when({**f, "tracing_pct": 15.0})
+    # The same calls made before the steps began leave the overhead as it was.
+    script["keras_calls"]["predict"]["in_steps_ms"] = 0.0
+    g: dict = {"label": "gan.py", "step_us": 40_266.0, "overhead_us": 37_720.0}
+    calls.call_facts(g, SimpleNamespace(script=script))
+    assert g["overhead_us"] == 37_720.0
+    assert one_off.when({**g, "tracing_pct": 15.0})
+
+
 def test_one_epoch_boundary_does_not_hold_back_the_per_batch_finding() -> None:
     from profiler.diagnoses import performance
 

@@ -584,6 +584,13 @@ def _purpose_facts(
     f["purpose_fix"] = purposes.ADVICE.get(what, "")
 
 
+def _tracing_in_calls(f: Facts) -> bool:
+    """Whether predict or evaluate calls inside the steps take as much of a step as its
+    tracing: each call builds its dataset's functions anew, so the tracing recurs."""
+    inside = float(f.get("loop_in_steps_us") or 0.0)
+    return inside > 0 and inside >= float(f["tracing_pct"]) / 100 * float(f.get("step_us") or 0.0)
+
+
 def _scope(name: str) -> str:
     """The name scope ``purposes.NAME_RULES`` matched in an op's name (``write_summary``)."""
     for pattern, _ in purposes.NAME_RULES:
@@ -1106,6 +1113,9 @@ RULES: tuple[Rule, ...] = (
             # A line of the script holding more of the step than the tracing runs it every
             # step (a callback's evaluate every batch builds its dataset's functions anew).
             and not step_lines.holds(f, f["tracing_pct"])
+            # Nor under predict or evaluate called inside the steps: each call builds its
+            # dataset's functions anew (a GAN's predict between its train_on_batch steps).
+            and not _tracing_in_calls(f)
         ),
         message="{label}: {tracing_pct:.1f}% of the sampled step time was tracing, yet "
         "{one_off_what}.",

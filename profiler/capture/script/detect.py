@@ -248,6 +248,7 @@ def _blocked(fn: Callable[..., Any], driver: StepDriver, name: str) -> Callable[
         # not (a loop of predict calls can be the steps).
         outer = d.keras_depth == 0 and ident() == main
         t0 = clock() if outer else 0
+        in_steps = outer and d.started
         twin = d.keras_twins.get(name) if outer else None
         d.block += 1
         d.keras_depth += 1
@@ -261,7 +262,10 @@ def _blocked(fn: Callable[..., Any], driver: StepDriver, name: str) -> Callable[
                 if stats is None:
                     stats = d.facts.keras_calls[name] = KerasCalls()
                 stats.calls += 1
-                stats.ns += clock() - t0
+                took = clock() - t0
+                stats.ns += took
+                if in_steps:
+                    stats.in_steps_ns += took
                 n = _samples(args[1] if len(args) > 1 else kwargs.get("x"))
                 if n is not None:
                     stats.samples += n

@@ -93,11 +93,15 @@ class KerasCalls:
     samples: int = 0
     #: Calls whose input's size was known (``samples`` sums those).
     sized: int = 0
+    #: Of ``ns``: the calls made once the steps had begun (a GAN's ``predict`` between its
+    #: ``train_on_batch`` steps is inside them, and their time is no per-call cost of the step).
+    in_steps_ns: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "calls": self.calls,
             "ms": round(self.ns / 1e6, 3),
+            "in_steps_ms": round(self.in_steps_ns / 1e6, 3),
             "samples": self.samples,
             "sized": self.sized,
         }
