@@ -94,3 +94,31 @@ def test_in_a_loop_the_automatic_step_found_only_logging_lines_count(
         assert step_lines._fix("<module>", source).startswith(
             "Log, print or update the progress bar every N steps"
         )
+
+
+def test_a_line_calling_a_function_that_calls_the_step_holds_the_step_and_is_not_named() -> None:
+    # A DQN's loop calls agent.replay(batch_size), whose replay calls fit on one batch: that
+    # line read 53% of a step, the step itself. Its env.step line, the script's own work
+    # beside the step, is named.
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import step_lines
+    from profiler.model import LineStat, Segment, Window
+    from profiler.model.records import LinesData
+
+    ms = 1_000_000
+    lines = (
+        LineStat("dqn.py", 40, "DQNAgent.replay", 10, 10 * 50 * ms, "self.model.fit(s, t)"),
+        LineStat("dqn.py", 90, "<module>", 10, 10 * 55 * ms, "agent.replay(batch_size)"),
+        LineStat("dqn.py", 88, "<module>", 10, 10 * 30 * ms, "state = env.render_frame()"),
+    )
+    window = Window("lines", (Segment(0, tuple(i * 100 * ms for i in range(11))),))
+    rec = SimpleNamespace(lines=lines, window=window, data=LinesData(10, ("<module>",)))
+    trace = SimpleNamespace(
+        script={"path": "dqn.py", "detection": {"source": "keras_fit"}},
+        phase=lambda name: rec if name == "lines" else None,
+    )
+    f: dict = {"step_us": 100_000.0}
+    step_lines.step_line_facts(f, trace)
+    assert f["hot_line"] == 88 and f["hot_line_beside_call"], f
+    assert f["hot_line_share_pct"] == pytest.approx(30.0)
