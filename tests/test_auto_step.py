@@ -71,9 +71,18 @@ print(float(w.sum()))
 
 def test_the_iterations_watched_to_find_the_loop_are_counted_among_its_steps(tmp_path: Path):
     # A 20,000-step loop said it ran 12,931 steps: the 7,069 its watching took were left out.
-    w = _auto(tmp_path, "runs_out.py", RUNS_OUT, "--phases", "timed")
-    script, auto = w["script"], w["script"]["auto_step"]
-    watched, measured = auto["watched_iterations"], script["steps"]
+    script_path = write(tmp_path, "runs_out.py", RUNS_OUT)
+    out = cli(tmp_path, "--phases", "timed", str(script_path))
+    assert out.returncode == 0, out.stderr[-3000:]
+    script = workload(only_run(tmp_path))["script"]
+    measured = script["steps"]
+    if script["detection"]["source"] == "step_line":
+        # On a busy machine the loop can end before it is chosen: the second run takes it
+        # from its first iteration (--step-line), watching none.
+        assert measured == 30_000 and script["message"].endswith(": 30,000 steps"), script
+        return
+    assert script["detection"]["source"] == "auto_loop", script["detection"]
+    watched = script["auto_step"]["watched_iterations"]
     assert watched > 0 and watched + measured == 30_000, (watched, measured)
     assert script["message"] == (
         f"the script ran to its end: 30,000 steps (the first {watched:,} watched to find its "
