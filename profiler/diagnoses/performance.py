@@ -560,7 +560,13 @@ def _purpose_facts(
     share) rows: the arithmetic's share of kernel time, and the largest other purpose with its
     kernels and its advice."""
     total = sum(r[2] for r in rows) or 1.0
-    shares = purposes.shares(rows)
+    # Each row's purpose, once.
+    classed = [
+        (purposes.purpose(op_type, name), op_type, name, share) for op_type, name, share in rows
+    ]
+    shares: dict[str, float] = {}
+    for p, _, _, share in classed:
+        shares[p] = shares.get(p, 0.0) + share
     arith = shares.get(purposes.ARITHMETIC, 0.0) / total
     f["arithmetic_share"] = arith
     others = {k: v / total for k, v in shares.items() if k != purposes.ARITHMETIC}
@@ -570,8 +576,8 @@ def _purpose_facts(
     # Its kernels by type, a type it has only by its ops' names marked so ("OneHot in
     # write_summary": TF2's histogram summaries).
     by_type: dict[str, float] = {}
-    for op_type, name, share in rows:
-        if purposes.purpose(op_type, name) != what:
+    for p, op_type, name, share in classed:
+        if p != what:
             continue
         label = op_type if purposes.purpose(op_type) == what else f"{op_type} in {_scope(name)}"
         by_type[label] = by_type.get(label, 0.0) + share / total
