@@ -260,3 +260,29 @@ def test_a_what_if_removing_no_category_is_measured_not_predicted() -> None:
     att = Attribution.__new__(Attribution)  # never read: nothing to predict from
     (x,) = whatif.analyse(WhatIfData(results=(r,)), att)
     assert x.predicted_us is None and x.verdict == "not predicted" and x.saves
+
+
+def test_what_ifs_planned_on_scarce_steps_keep_two_pairs_and_drop_a_what_if_instead() -> None:
+    """Steps scarce: blocks shrink to ``BLOCK_FIT``, pairs to two (one pair has no interval, so
+    no verdict), then the last what-if is dropped and named as having had no room."""
+    from pathlib import Path
+
+    from profiler.capture.phases import Budget, PhaseContext
+    from profiler.capture.phases import whatif as phase
+
+    class Variant:
+        def __init__(self, id_: str) -> None:
+            self.id = id_
+
+    p = phase.WhatIfPhase(Budget(1.0, 2, 100), {})
+    p.variants = [Variant("a"), Variant("b"), Variant("c"), Variant("d")]
+    ctx = PhaseContext(None, None, Path("."), Path("."), lambda: 0, step_ns=250_000)  # type: ignore[arg-type]
+    # Four what-ifs at 3 pairs of 20-step blocks need 480 steps; 300 are left.
+    extra = p.fit_extra(ctx, 0, 300)
+    assert p.block == phase.BLOCK_FIT and p.pairs == phase.FEWEST_PAIRS == 2
+    assert [v.id for v in p.variants] == ["a", "b", "c"] and extra == 3 * 2 * 2 * 20 <= 300
+    assert p.not_run == [("d", phase.NO_ROOM)]
+    # With room, the plan is untouched: three pairs of the natural block.
+    roomy = phase.WhatIfPhase(Budget(1.0, 2, 100), {})
+    roomy.variants = [Variant("a")]
+    assert roomy.fit_extra(ctx, 0, 10_000) == 3 * 2 * 300 and roomy.pairs == phase.PAIRS

@@ -35,6 +35,9 @@ MAX_S = blocks.MAX_S
 BLOCK_S = 0.15
 BLOCK_MIN = 3
 BLOCK_MAX = 300
+#: The fewest pairs a what-if is planned with when steps are scarce: a saving's interval needs
+#: two (a clean-clone suite beside a busy process planned one, and its verdict had no interval).
+FEWEST_PAIRS = 2
 #: The shortest block when steps are scarce (or the natural block, if shorter).
 BLOCK_FIT = 20
 #: Why a planned what-if was dropped when steps were scarce.
@@ -125,15 +128,16 @@ class WhatIfPhase(Phase):
         return self.extra_steps(ctx)
 
     def fit_extra(self, ctx: PhaseContext, tight: int, cap: int) -> int:
-        """Steps are scarce: shorter blocks (down to ``BLOCK_FIT``), fewer pairs, then fewer
-        what-ifs, to fit ``cap`` steps."""
+        """Steps are scarce: shorter blocks (down to ``BLOCK_FIT``), fewer pairs (down to
+        ``FEWEST_PAIRS``: one pair has no interval, so no verdict), then fewer what-ifs, to fit
+        ``cap`` steps."""
         variants = self._variants(ctx)
         block = self._block(ctx)
         if variants and len(variants) * self.pairs * 2 * block > cap:
             fit = cap // (len(variants) * self.pairs * 2)
             self.block = block = max(min(block, fit), min(block, BLOCK_FIT))
         while self.variants and len(self.variants) * self.pairs * 2 * block > cap:
-            if self.pairs > 1:
+            if self.pairs > FEWEST_PAIRS:
                 self.pairs -= 1
             else:
                 dropped = self.variants.pop()
