@@ -452,7 +452,10 @@ def _blocks_note(script: Mapping[str, Any], median_us: float | None) -> str:
     ratio = last["median_us"] / median_us
     if 1 / BLOCK_RATIO < ratio < BLOCK_RATIO:
         return ""
-    what = "epoch" if (script.get("fit") or {}).get("steps_per_epoch") else "tenth of the run"
+    unit = last.get("unit")  # older runs: an epoch wherever fit said its length
+    if unit is None:
+        unit = "epoch" if (script.get("fit") or {}).get("steps_per_epoch") else "tenth"
+    what = "epoch" if unit == "epoch" else "tenth of the run"
     speed = f"{1 / ratio:.1f}× faster" if ratio < 1 else f"{ratio:.1f}× slower"
     first = rows[0]
     return (

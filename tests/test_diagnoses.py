@@ -194,6 +194,32 @@ def test_predict_on_one_batch_a_call_in_a_loop_is_named_with_predict_on_batch() 
     assert "model.predict_on_batch(x) or model(x, training=False)" in d.fix
 
 
+def test_fit_called_on_one_batch_again_and_again_is_named_with_train_on_batch() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import calls, performance
+
+    # A DQN's replay fitting each of 32 transitions on its own (keon/deep-q-learning): 320 fit
+    # calls of one sample, 48 s of a 92.5 s run (68 ms a call against train_on_batch's 1.3 ms,
+    # measured without the profiler).
+    fit = {"calls": 320, "one_batch_calls": 320, "ns": 48_000_000_000, "epochs": 1}
+    script = {"wall_s": 92.5, "steps": 320, "fit": fit}
+    f: dict = {"label": "dqn.py", "compute_us": 5_860.0}
+    calls.fit_facts(f, SimpleNamespace(script=script))
+    (d,) = evaluate(calls.RULES, "workload", [{**f, "name": "dqn.py"}])
+    assert d.rule == "fit_per_batch" and "model.fit 320 times on one batch each" in d.message
+    assert "48.0 s (150.0 ms a call, of which the batch's kernels 5,860 µs), 52%" in d.message
+    assert "model.train_on_batch(x, y)" in d.fix and d.cost_us == 150_000.0 - 5_860.0
+    # fit's per-batch machinery is not what steps_per_execution helps here.
+    assert calls.fit_per_batch(f)
+    # Fits of many batches each, or a few calls: not named.
+    for other in ({**fit, "one_batch_calls": 10}, {**fit, "calls": 12, "one_batch_calls": 12}):
+        g: dict = {"label": "dqn.py", "compute_us": 5_860.0}
+        calls.fit_facts(g, SimpleNamespace(script={**script, "fit": other}))
+        assert not evaluate(calls.RULES, "workload", [{**g, "name": "dqn.py"}])
+    assert any(r.id == "fit_per_batch" for r in performance.RULES)
+
+
 def test_predict_calls_inside_the_steps_are_not_the_steps_per_call_overhead() -> None:
     from types import SimpleNamespace
 
@@ -429,3 +455,44 @@ def test_a_library_function_traced_once_more_in_hundreds_of_steps_is_a_one_off()
     f = {}
     performance._retrace_facts(f, trace)
     assert "multi_step_on_iterator" in f["library_where"] and not f.get("one_off_tracing")
+
+
+def test_one_fast_block_among_level_ones_is_no_growth_but_a_steady_rise_is() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    # A DQN's blocks beside a busy process: the medians level at ~304 ms but one block of
+    # faster steps; the trimmed means rose from that block on (276, 200, 288 ... 319 ms).
+    medians = [303.6, 178.2, 304.2, 304.9, 303.8, 304.2, 307.2]
+    means = [276.4, 200.3, 288.7, 301.6, 288.7, 295.5, 319.3]
+
+    def facts(medians: list[float], means: list[float]) -> dict:
+        rows = [{"from_step": 0, "to_step": 25, "median_us": 3e5, "instrumented": True}]
+        rows += [
+            {
+                "from_step": 26 * (i + 1),
+                "to_step": 26 * (i + 2) - 1,
+                "median_us": 1e3 * m,
+                "mean_us": 1e3 * a,
+                "instrumented": False,
+            }
+            for i, (m, a) in enumerate(zip(medians, means, strict=True))
+        ]
+        trace = SimpleNamespace(script={"blocks": rows}, phase=lambda _name: None)
+        f: dict = {"label": "dqn.py", "step_us": 249_156.0, "name": "dqn.py"}
+        performance._trend_facts(f, trace, SimpleNamespace(drift=None))
+        return f
+
+    level = facts(medians, means)
+    assert level["trend_rising"] < performance.TREND_RISING
+    assert not [
+        d for d in evaluate(performance.RULES, "workload", [level]) if d.rule == "steps_slow_down"
+    ]
+    # Steps that do grow, 5% a block in medians and means alike: named.
+    grow = [300.0 * 1.05**i for i in range(7)]
+    rising = facts(grow, grow)
+    assert rising["trend_rising"] == 1.0
+    assert [
+        d for d in evaluate(performance.RULES, "workload", [rising]) if d.rule == "steps_slow_down"
+    ]

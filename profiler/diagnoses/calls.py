@@ -1,5 +1,5 @@
-"""Keras calls outside the training steps: ``predict`` (or ``evaluate``) called in a loop on a
-sample or a few at a time, each call setting up its own data pipeline.
+"""Keras calls that set up a data pipeline for a batch: ``predict`` (or ``evaluate``) called in
+a loop on a sample or a few at a time, and ``fit`` called again and again on one batch each.
 
 Place in the pipeline: analysis (pure), part of the performance diagnoses
 (``profiler.diagnoses.performance``). ``call_facts`` reads what the script's detectors counted
@@ -79,7 +79,70 @@ def call_facts(f: dict[str, Any], trace: Any) -> None:
     )
 
 
+#: A fit called this share of its calls on one batch in all is fit per batch.
+ONE_BATCH_SHARE = 0.9
+
+
+def fit_facts(f: dict[str, Any], trace: Any) -> None:
+    """``model.fit`` called again and again on one batch each (a DQN fitting each replayed
+    transition): how often, and for how long, against the script's wall time."""
+    script = trace.script or {}
+    fit = script.get("fit") or {}
+    wall = float(script.get("wall_s") or 0.0)
+    calls, one = int(fit.get("calls") or 0), int(fit.get("one_batch_calls") or 0)
+    if not wall or not calls or not fit.get("ns") or one < ONE_BATCH_SHARE * calls:
+        return
+    f["fit_calls"] = calls
+    f["fit_s"] = float(fit["ns"]) / 1e9
+    f["fit_ms_per_call"] = 1e3 * f["fit_s"] / calls
+    f["fit_pct"] = 100 * f["fit_s"] / wall
+    f["fit_script_s"] = wall
+    # Each call is one step: what a call takes beyond the step's kernels is its set-up.
+    f["fit_cost_us"] = max(1e3 * f["fit_ms_per_call"] - float(f.get("compute_us") or 0.0), 0.0)
+
+
+def fit_per_batch(f: Any) -> bool:
+    """Whether the script's fit calls are one batch each, often and costly enough to name."""
+    return (f.get("fit_calls") or 0) >= MIN_CALLS and (f.get("fit_pct") or 0.0) >= MIN_SHARE_PCT
+
+
+def looped(f: Any) -> str | None:
+    """The Keras method ``predict_in_loop`` names (its call as in the source, ``.predict(``),
+    if it fires: a line calling it is that finding's, not another's."""
+    if (
+        f.get("loop_call")
+        and (f.get("loop_calls") or 0) >= MIN_CALLS
+        and f.get("loop_samples") is not None
+        and f["loop_samples"] <= MAX_SAMPLES
+        and (f.get("loop_pct") or 0.0) >= MIN_SHARE_PCT
+    ):
+        return "." + str(f["loop_call"]).rsplit(".", 1)[-1] + "("
+    return None
+
+
 RULES: tuple[Rule, ...] = (
+    Rule(
+        id="fit_per_batch",
+        subject="workload",
+        needs=(
+            "label",
+            "fit_calls",
+            "fit_s",
+            "fit_ms_per_call",
+            "fit_pct",
+            "fit_script_s",
+            "fit_cost_us",
+            "compute_us",
+        ),
+        when=fit_per_batch,
+        message="{label}: the script called model.fit {fit_calls:,} times on one batch each: "
+        "{fit_s:,.1f} s ({fit_ms_per_call:,.1f} ms a call, of which the batch's kernels "
+        "{compute_us:,.0f} µs), {fit_pct:.0f}% of the script's {fit_script_s:,.1f} s.",
+        fix="Collect the samples and call model.fit once on all of them (or once per batch of "
+        "them); for one batch a call, use model.train_on_batch(x, y): the same update without "
+        "the data pipeline, epoch iterator and callbacks fit sets up on every call.",
+        cost="fit_cost_us",
+    ),
     Rule(
         id="predict_in_loop",
         subject="workload",
@@ -98,11 +161,7 @@ RULES: tuple[Rule, ...] = (
             "loop_fix",
             "loop_cost_per_step_us",
         ),
-        when=lambda f: (
-            f["loop_calls"] >= MIN_CALLS
-            and f["loop_samples"] <= MAX_SAMPLES
-            and f["loop_pct"] >= MIN_SHARE_PCT
-        ),
+        when=lambda f: looped(f) is not None,
         message="{label}: the script called {loop_call} {loop_calls:,} times on "
         "{loop_samples_text} each: {loop_s:,.1f} s ({loop_ms_per_call:,.1f} ms a call), "
         "{loop_pct:.0f}% of the script's {script_s:,.1f} s; its {train_steps:,} training steps "

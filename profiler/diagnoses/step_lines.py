@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from profiler.diagnoses import calls as call_rules
 from profiler.diagnoses.engine import Rule
 from profiler.diagnoses.input import INPUT_BOUND_PCT
 
@@ -98,6 +99,11 @@ def step_line_facts(f: dict[str, Any], trace: Any) -> None:
     if step_ns <= 0:
         return
     calls = _step_calls(trace)
+    # A line calling the Keras method predict_in_loop names is that finding's (a DQN's
+    # per-sample ``model.predict`` line read 33% of its step beside it).
+    named = call_rules.looped(f)
+    if named is not None:
+        calls += (named,)
     # The functions whose lines call the step, and those calling them in turn: a line of
     # theirs runs beside the step's call, and a call of one of them holds the step (a DQN's
     # agent.replay(batch_size), whose replay calls fit, read 53% of a step).

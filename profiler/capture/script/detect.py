@@ -335,11 +335,15 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                 facts.fit["run_eagerly"] = bool(getattr(self.model, "run_eagerly", False))
                 if not facts.fit.get("steps_per_epoch"):
                     facts.fit["steps_per_epoch"] = params.get("steps")
+                # A fit of one batch in all (a DQN's fit on one sample per replayed
+                # transition): fit's per-call set-up is paid at every step.
+                steps, epochs = params.get("steps"), params.get("epochs")
+                initial = int(params.get("initial_epoch") or 0)
+                if steps and epochs and int(steps) * max(int(epochs) - initial, 0) == 1:
+                    facts.fit["one_batch_calls"] = int(facts.fit.get("one_batch_calls") or 0) + 1
                 if "total_steps" not in facts.fit:
                     # The first fit's batches, after the steps already run: the windows fit
                     # into them (a later fit's are not known).
-                    steps, epochs = params.get("steps"), params.get("epochs")
-                    initial = int(params.get("initial_epoch") or 0)
                     facts.fit["total_steps"] = (
                         d.done + int(steps) * max(int(epochs) - initial, 0)
                         if steps and epochs
@@ -412,11 +416,14 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
         facts.fit["calls"] = int(facts.fit.get("calls") or 0) + 1
         d.block += 1
         d.keras_depth += 1
+        t0 = d.clock()
         try:
             return fit(self, *args, **kwargs)
         finally:
             d.block -= 1
             d.keras_depth -= 1
+            # The calls' time, set-up and batches together (``calls.fit_facts``).
+            facts.fit["ns"] = int(facts.fit.get("ns") or 0) + d.clock() - t0
 
     return marked_fit
 

@@ -72,6 +72,9 @@ _OURS = (str(Path(__file__).resolve().parent), str(Path(markers.__file__).resolv
 JOIN_TIMEOUT_S = 60.0
 #: Blocks of steps a run without epochs is cut into for ``script.blocks``.
 BLOCKS = 10
+#: An epoch of fit is a block when it holds at least this many steps; shorter epochs (fit called
+#: on one batch again and again: blocks of one step, "steps 639–639") are blocked by tenths.
+EPOCH_BLOCK_STEPS = 5
 #: Exceptions that say the process ran out of memory (by class name, anywhere in the MRO:
 #: numpy's ``_ArrayMemoryError`` is a MemoryError; TensorFlow's allocator raises
 #: ``ResourceExhaustedError``, an ``OpError``).
@@ -596,11 +599,13 @@ class ScriptRun:
         ``instrumented``: the block overlaps a window that slows steps (all but timed)."""
         d = self.driver
         ends = d.ends.values
-        per_epoch = d.facts.fit.get("steps_per_epoch")
-        if per_epoch:
-            rows = blocks(d.first_start_ns, ends, int(per_epoch), int(d.facts.fit["first_step"]))
+        per_epoch = int(d.facts.fit.get("steps_per_epoch") or 0)
+        if per_epoch >= EPOCH_BLOCK_STEPS:
+            rows = blocks(d.first_start_ns, ends, per_epoch, int(d.facts.fit["first_step"]))
+            unit = "epoch"
         else:
             rows = blocks(d.first_start_ns, ends, max(-(-len(ends) // BLOCKS), 1))
+            unit = "tenth"
         busy = [
             (seg.first_step, seg.first_step + seg.n_steps)
             for rec in out.records
@@ -612,6 +617,7 @@ class ScriptRun:
         busy += [span for name, span in out.held.items() if name != "timed" and span[1] > span[0]]
         for r in rows:
             r["instrumented"] = any(a <= r["to_step"] and r["from_step"] < b for a, b in busy)
+            r["unit"] = unit
         return rows
 
     def _count(self) -> str:
