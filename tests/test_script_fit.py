@@ -6,6 +6,7 @@ profiler's default options unless the test is about one.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,31 @@ def test_a_fit_on_a_batched_dataset_counts_the_datasets_batch_as_its_samples(tmp
     # fit's validation at each epoch's end is timed, each run (the first traces its function).
     timed = w["script"]["fit"]["validations_ns"]
     assert len(timed) == 3 and all(v > 0 for v in timed), timed
+
+
+@pytest.mark.tf
+def test_fit_called_on_one_sample_again_and_again_is_named_with_its_calls(tmp_path: Path):
+    # A DQN's replay fits each transition on its own: every fit call is one batch, and its
+    # per-call set-up (~60 ms here against ~1 ms for train_on_batch) is the loop.
+    script = write(
+        tmp_path,
+        "fit_per_sample.py",
+        "import numpy as np\n"
+        "import tensorflow as tf\n"
+        "x = np.random.default_rng(0).normal(size=(40, 4)).astype('float32')\n"
+        "model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(2)])\n"
+        "model.compile('adam', 'mse')\n"
+        "for i in range(40):\n"
+        "    model.fit(x[i : i + 1], x[i : i + 1, :2], epochs=1, verbose=0)\n",
+    )
+    out = cli(tmp_path, "--repeat", "0", "--phases", "timed", "--no-progress", str(script))
+    assert out.returncode == 0, out.stderr[-2000:]
+    run = only_run(tmp_path)
+    fit = workload(run)["script"]["fit"]
+    assert fit["calls"] == fit["one_batch_calls"] == 40 and fit["ns"] > 0, fit
+    found = json.loads((run / "summary.json").read_text())["diagnoses"]
+    (d,) = [d for d in found if d["rule"] == "fit_per_batch"]
+    assert "model.fit 40 times on one batch each" in d["message"], d
+    assert "model.train_on_batch(x, y)" in d["fix"]
+    # Not fit's per-batch machinery: steps_per_execution cannot help a one-batch call.
+    assert not [d for d in found if d["rule"] == "overhead_bound_keras"]
