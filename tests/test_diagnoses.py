@@ -496,3 +496,24 @@ def test_one_fast_block_among_level_ones_is_no_growth_but_a_steady_rise_is() -> 
     assert [
         d for d in evaluate(performance.RULES, "workload", [rising]) if d.rule == "steps_slow_down"
     ]
+
+
+def test_the_periodic_line_is_not_a_call_of_the_function_running_the_steps() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+    from profiler.model import LineStat
+
+    # A GAN's iteration: generator.predict, then three train_on_batch steps; the script calls
+    # iteration(epoch) once every 3 steps, so that line runs at the slow steps' period too,
+    # and holds them all (127.8 ms a call, the steps 21 ms).
+    f = "/home/u/gan.py"
+    lines = (
+        LineStat(f, 118, "<module>", 17, 17 * 127_800_000, "iteration(epoch)"),
+        LineStat(f, 80, "iteration", 17, 17 * 93_600_000, "gen = generator.predict(noise)"),
+        LineStat(f, 81, "iteration", 17, 17 * 9_000_000, "d.train_on_batch(imgs, valid)"),
+    )
+    rec = SimpleNamespace(lines=lines, data=SimpleNamespace(steps_profiled=53))
+    trace = SimpleNamespace(script={}, phase=lambda name: rec if name == "lines" else None)
+    said = performance._slow_line(trace, 3, 47_000_000)
+    assert said.startswith("Line 80 (`gen = generator.predict(noise)`) runs 17 times"), said

@@ -490,6 +490,11 @@ def _slow_facts(f: dict[str, Any], trace: Any) -> None:
         f"Something runs every {slow.period or 0} steps besides the training step (an "
         "evaluation, a checkpoint, logging or a summary)"
     )
+    # The slow steps' line calls the Keras method predict_in_loop names (a GAN's
+    # generator.predict once an iteration of three train_on_batch steps): that finding's.
+    named = call_rules.looped(f)
+    line = _slow_line_record(trace, slow.period or 0, slow.slow_ns - slow.median_ns)
+    f["slow_by_call"] = bool(named and line is not None and named in line[0].source)
 
 
 #: The graph's new ops per slow step (ops a step times the slow steps' period) at least this:
@@ -529,14 +534,31 @@ def _slow_line(trace: Any, period: int, excess_ns: float) -> str:
     """The script's line that runs once every ``period`` steps and takes most of the slow
     steps' excess, from the lines phase (a ``manager.save()`` run 29 times in 288 steps at
     36.6 ms a call, the steps 4.8 ms); "" where none does or the lines were not measured."""
+    found = _slow_line_record(trace, period, excess_ns)
+    if found is None:
+        return ""
+    best, steps = found
+    text = f" (`{best.source.strip()}`)" if best.source.strip() else ""
+    return (
+        f"Line {best.line}{text} runs {best.hits} times in {steps} steps, "
+        f"{best.total_ns / best.hits / 1e6:,.1f} ms each time (the lines phase)"
+    )
+
+
+def _slow_line_record(trace: Any, period: int, excess_ns: float) -> tuple[Any, int] | None:
+    """``_slow_line``'s line record and the lines phase's step count; None where none."""
     rec = trace.phase("lines")
     data = getattr(rec, "data", None) if rec is not None else None
     steps = int(getattr(data, "steps_profiled", 0) or 0)
     if period < 2 or not steps or rec is None or not rec.lines:
-        return ""
+        return None
+    # A line calling a function of the script that runs the steps holds steps, not the slow
+    # steps' extra work (a GAN's iteration(epoch): three train_on_batch steps, once every 3).
+    _calls, callers = step_lines.step_call_lines(trace, rec.lines)
+    held = tuple(f"{fn.rsplit('.', 1)[-1]}(" for fn in callers if not fn.startswith("<"))
     best = None
     for ln in rec.lines:
-        if not ln.hits or "-packages/" in ln.file:
+        if not ln.hits or "-packages/" in ln.file or any(c in ln.source for c in held):
             continue
         per_step = ln.hits / steps
         if not 1 / (SLOW_LINE_SPREAD * period) <= per_step <= SLOW_LINE_SPREAD / period:
@@ -545,13 +567,7 @@ def _slow_line(trace: Any, period: int, excess_ns: float) -> str:
             continue
         if best is None or ln.total_ns > best.total_ns:
             best = ln
-    if best is None:
-        return ""
-    text = f" (`{best.source.strip()}`)" if best.source.strip() else ""
-    return (
-        f"Line {best.line}{text} runs {best.hits} times in {steps} steps, "
-        f"{best.total_ns / best.hits / 1e6:,.1f} ms each time (the lines phase)"
-    )
+    return (best, steps) if best is not None else None
 
 
 #: Kernels that are not the model's arithmetic, as a share of kernel time, above which the
@@ -838,9 +854,13 @@ RULES: tuple[Rule, ...] = (
             "slow_what",
             "step_us",
         ),
-        # Not where the slow steps are those that run a TF1 graph's new op (graph_growth).
+        # Not where the slow steps are those that run a TF1 graph's new op (graph_growth), nor
+        # where their line is a looped Keras call (predict_in_loop's).
         when=lambda f: (
-            f["slow_period"] > 1 and f["slow_excess_pct"] >= 20 and not f.get("slow_by_graph")
+            f["slow_period"] > 1
+            and f["slow_excess_pct"] >= 20
+            and not f.get("slow_by_graph")
+            and not f.get("slow_by_call")
         ),
         message="{label}: one step in every {slow_period} is {slow_factor:.1f}× a normal step "
         "({slow_us:,.0f} µs against {step_us:,.0f} µs; {slow_count} of them in the measured "

@@ -61,7 +61,7 @@ PER_BATCH = re.compile(r"(^|\.)on_(train_|test_|predict_)?batch_(begin|end)$")
 
 def _step_calls(trace: Any) -> tuple[str, ...]:
     """Source fragments of the lines that call the step: they are the step, not in it."""
-    script = trace.script or {}
+    script = getattr(trace, "script", None) or {}
     calls = [".fit(", "fit_generator(", "train_on_batch(", ".run(", "session.run"]
     calls += [f"{c}(" for c in (script.get("auto_step") or {}).get("calls") or []]
     calls += [
@@ -73,6 +73,25 @@ def _step_calls(trace: Any) -> tuple[str, ...]:
     if marked:
         calls.append(f"{str(marked).rsplit('.', 1)[-1]}(")
     return tuple(calls)
+
+
+def step_call_lines(
+    trace: Any, lines: Any, more: tuple[str, ...] = ()
+) -> tuple[tuple[str, ...], set[str]]:
+    """The source fragments of the lines that call the step (``_step_calls`` and ``more``),
+    with the script's functions whose lines call it, followed through their callers to a
+    fixed point: a line of those functions runs beside the step's call, and a call of one of
+    them holds the step (a DQN's agent.replay(batch_size), whose replay calls fit, read 53% of
+    a step; a GAN's iteration(epoch), three train_on_batch steps, read as its slow step).
+    Returns (the fragments, the callers' names)."""
+    calls = _step_calls(trace) + more
+    callers: set[str] = set()
+    while True:
+        found = {ln.function for ln in lines if any(c in ln.source for c in calls)}
+        if found <= callers:
+            return calls, callers
+        callers |= found
+        calls += tuple(f"{fn.rsplit('.', 1)[-1]}(" for fn in found if not fn.startswith("<"))
 
 
 def step_line_facts(f: dict[str, Any], trace: Any) -> None:
@@ -98,22 +117,10 @@ def step_line_facts(f: dict[str, Any], trace: Any) -> None:
     step_ns = sum(durations) / len(durations)
     if step_ns <= 0:
         return
-    calls = _step_calls(trace)
     # A line calling the Keras method predict_in_loop names is that finding's (a DQN's
     # per-sample ``model.predict`` line read 33% of its step beside it).
     named = call_rules.looped(f)
-    if named is not None:
-        calls += (named,)
-    # The functions whose lines call the step, and those calling them in turn: a line of
-    # theirs runs beside the step's call, and a call of one of them holds the step (a DQN's
-    # agent.replay(batch_size), whose replay calls fit, read 53% of a step).
-    callers: set[str] = set()
-    while True:
-        found = {ln.function for ln in rec.lines if any(c in ln.source for c in calls)}
-        if found <= callers:
-            break
-        callers |= found
-        calls += tuple(f"{fn.rsplit('.', 1)[-1]}(" for fn in found if not fn.startswith("<"))
+    calls, callers = step_call_lines(trace, rec.lines, (named,) if named else ())
     best = None
     for ln in rec.lines:
         if not ln.hits or "-packages/" in ln.file or "/profiler/" in ln.file:
