@@ -473,3 +473,34 @@ def test_tf_data_what_ifs_read_a_second_pipeline_and_run_only_with_whatif_all(tm
     # Parallel maps on 2 shared cores compete with the step for them: measured either way here
     # (1,617 -> 1,255 µs in one run, 1,195 -> 1,278 in another): measured, with its resolution.
     assert par["verdict"] != "failed" and par["resolution_us"] is not None
+
+
+GAN_ITERATION = """
+import numpy as np
+import keras
+
+gen = keras.Sequential([keras.Input((16,)), keras.layers.Dense(8)])
+disc = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+disc.compile("adam", "mse")
+real = np.random.rand(32, 8).astype("float32")
+ones, zeros = np.ones((32, 1)), np.zeros((32, 1))
+for i in range(600):
+    fake = gen.predict(np.random.rand(32, 16).astype("float32"), verbose=0)
+    disc.train_on_batch(real, ones)
+    disc.train_on_batch(fake, zeros)
+    disc.train_on_batch(real, ones)
+"""
+
+
+@pytest.mark.tf
+def test_a_predict_once_every_three_steps_is_measured_over_groups_of_three(tmp_path: Path):
+    # A GAN's generator.predict once an iteration of three train_on_batch steps: each block's
+    # figure is the mean of each group of 3 steps, so each holds one predict (a block's median
+    # step held none, and the what-if measured no change).
+    script = write(tmp_path, "gan_iteration.py", GAN_ITERATION)
+    w, found, _ = _whatifs(tmp_path, "--max-steps", "900", "--phases", "timed,whatif", str(script))
+    x = found["predict_direct"]
+    assert x["status"] == "ok" and x["group"] == 3 and x["keeps_results"], x
+    # predict's per-call set-up (tens of ms) against a direct call of ~1 ms, over 3 steps.
+    assert x["variant_us"] < 0.6 * x["baseline_us"], x
+    assert x["verdict"] == "not predicted" and x["interval_us"][0] > 0, x
