@@ -438,6 +438,8 @@ def _runs_words(runs: tuple[int, ...]) -> str:
 
 #: A block of steps this many times slower or faster than the timed window gets a note.
 BLOCK_RATIO = 1.5
+#: A finding's fix line where it offers none (its cause was not seen in the run's figures).
+NO_FIX = "none offered: this run's figures do not show what causes it"
 
 
 def _blocks_note(script: Mapping[str, Any], median_us: float | None) -> str:
@@ -618,6 +620,9 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
             {
                 "message": d["message"],
                 "fix": d["fix"],
+                # What the terminal and the report print under it: a finding whose cause was
+                # not seen offers no fix, and says so (a blank "fix:" line read as a bug).
+                "fix_text": d["fix"] or NO_FIX,
                 "cost_us": d.get("cost_us"),
                 "rule": d.get("rule"),
                 "refuted": bool(d.get("refuted")),

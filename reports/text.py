@@ -99,7 +99,7 @@ def answer(vm: dict[str, Any]) -> str:
             out.append("what to change, costliest first:")
             for i, d in enumerate(card["findings"], 1):
                 out.append(f"  {i}. {d['message']}")
-                out.append(f"     fix: {d['fix']}")
+                out.append(f"     fix: {d['fix_text']}")
         elif card["overhead_share"] is not None:
             out.append("  no finding fired on this run's figures.")
         if card.get("runs"):

@@ -286,3 +286,20 @@ def test_what_ifs_planned_on_scarce_steps_keep_two_pairs_and_drop_a_what_if_inst
     roomy = phase.WhatIfPhase(Budget(1.0, 2, 100), {})
     roomy.variants = [Variant("a")]
     assert roomy.fit_extra(ctx, 0, 10_000) == 3 * 2 * 300 and roomy.pairs == phase.PAIRS
+
+
+def test_a_finding_without_a_fix_says_none_is_offered_not_a_blank_line() -> None:
+    from profiler.reports import text
+
+    # A growth whose cause no name of the script's held: the rule offers no fix.
+    found = {"name": "s", "rule": "memory_growth", "fix": "", "cost_us": 1.0,
+             "message": "s.py: the process grows by 1.8 KB every step."}  # fmt: skip
+    summary = {"workloads": [{"name": "s", "label": "s.py", "slug": "s", "status": "ok",
+                              "script": {"path": "s.py"}}], "diagnoses": [found]}  # fmt: skip
+    (card,) = focus_view.focus(summary, answered=False)
+    (d,) = card["findings"]
+    assert d["fix"] == "" and d["fix_text"] == focus_view.NO_FIX
+    card.update(split=[{"label": "compute", "measured": True, "us": 10.0, "share": 1.0}])
+    card.update(sentence="A step of s.py takes 10.0 µs.")
+    said = text.answer({"focus": [card]}).splitlines()
+    assert f"     fix: {focus_view.NO_FIX}" in said and "     fix: " not in said
