@@ -158,3 +158,52 @@ def test_a_py_function_drawing_numpy_random_numbers_is_an_augmentation() -> None
     assert pipeline._draws_random(lambda x: __import__("random").random() * x)
     assert not pipeline._draws_random(_decode)
     assert not pipeline._draws_random(None)
+
+
+PY_FUNCTION_STEP = """
+import numpy as np
+import tensorflow as tf
+
+def rank_metric(y, p):
+    order = np.argsort(np.asarray(p).ravel() + np.linspace(0, 1e-6, 4096))
+    return np.float64(np.asarray(y).ravel()[order].cumsum().mean())
+
+x = tf.random.normal((4096, 8))
+y = tf.cast(tf.reduce_sum(x, 1, keepdims=True) > 0, tf.float32)
+w = tf.Variable(tf.zeros((8, 1)))
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        p = tf.sigmoid(x @ w)
+        loss = tf.reduce_mean((p - y) ** 2)
+    w.assign_sub(0.1 * tape.gradient(loss, w))
+    return loss, tf.py_function(rank_metric, (y, p), tf.double)
+
+for i in range(3000):
+    train_step(x, y)
+"""
+
+
+@pytest.mark.tf
+def test_python_the_steps_graph_calls_is_named_with_its_function(tmp_path: Path) -> None:
+    # A numpy metric through tf.py_function inside the train step (the Q&A idiom for
+    # scikit-learn's AUC as a metric): its kernels were called the input pipeline's.
+    script = tmp_path / "py_function_step.py"
+    script.write_text(PY_FUNCTION_STEP)
+    out = cli(tmp_path, "--phases", "timed,framework,whatif", "--max-steps", "1500", str(script))
+    assert out.returncode == 0, out.stderr[-3000:]
+    run = only_run(tmp_path)
+    doc = json.loads((run / "summary.json").read_text())
+    (fn,) = [f for f in doc["workloads"][0]["script"]["functions"] if f["name"] == "train_step"]
+    assert fn["python_calls"] == ["rank_metric (py_function_step.py:5)"], fn
+    found = _findings(run)
+    d = found["py_function_in_step"]
+    assert "(rank_metric (py_function_step.py:5))" in d["message"] and "every N steps" in d["fix"]
+    assert (
+        "kernels_not_arithmetic" not in found
+        or "input" not in found["kernels_not_arithmetic"]["message"]
+    )
+    # XLA compiles no Python: the what-if is not run, and says why.
+    ran = {x["id"] for x in doc["workloads"][0].get("whatif") or []}
+    assert "function_jit" not in ran

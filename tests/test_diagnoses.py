@@ -517,3 +517,45 @@ def test_the_periodic_line_is_not_a_call_of_the_function_running_the_steps() -> 
     trace = SimpleNamespace(script={}, phase=lambda name: rec if name == "lines" else None)
     said = performance._slow_line(trace, 3, 47_000_000)
     assert said.startswith("Line 80 (`gen = generator.predict(noise)`) runs 17 times"), said
+
+
+def test_python_the_steps_graph_calls_is_named_with_its_function_not_as_input() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance, py_in_step
+    from profiler.model.records import OpRow
+
+    # A numpy AUC through tf.py_function in a custom train step (31% of the step measured
+    # without the profiler): EagerPyFunc once a step, 293 µs of a 1,360 µs framework step.
+    rows = (
+        OpRow("EagerPyFunc", "EagerPyFunc", 200, 293_417, 58_683_423, 0.46),
+        OpRow("IteratorGetNext", "IteratorGetNext", 200, 169_362, 33_872_436, 0.26),
+        OpRow("sequential/dense/MatMul", "MatMul", 200, 39_350, 7_870_023, 0.28),
+    )
+    table = SimpleNamespace(steps=200, rows=rows)
+    fw = SimpleNamespace(xplane_op_table=table, op_table=None)
+    window = SimpleNamespace(durations_ns=lambda: (1_360_000,) * 200)
+    auc = "np_roc_auc (train.py:44)"
+    functions = [{"name": "train_step", "calls": 14_070, "own": True, "python_calls": [auc]}]
+    trace = SimpleNamespace(
+        script={"steps": 14_070, "functions": functions},
+        data=lambda name: fw if name == "framework" else None,
+        phase=lambda name: SimpleNamespace(window=window) if name == "framework" else None,
+    )
+    f: dict = {"label": "t.py", "name": "t.py", "step_us": 1_357.0}
+    py_in_step.py_facts(f, trace)
+    (d,) = evaluate(py_in_step.RULES, "workload", [f])
+    assert d.rule == "py_function_in_step" and "(np_roc_auc (train.py:44)): 22%" in d.message
+    assert "every N steps" in d.fix and d.cost_us == pytest.approx(0.2157 * 1_357, rel=1e-3)
+    # Its kernels are not called the input pipeline's.
+    f.update(purpose="input pipeline", purpose_share_pct=72.0, purpose_step_pct=24.0)
+    f.update(purpose_fix="move the input work out of the step", compute_pct=33.0)
+    f.update(purpose_us=322.0, purpose_kernels="EagerPyFunc 46%")
+    assert "kernels_not_arithmetic" not in {
+        d.rule for d in evaluate(performance.RULES, "workload", [f])
+    }
+    # A py_function only in a validation step called now and then: not the step's.
+    functions[0]["calls"] = 100
+    g: dict = {"label": "t.py", "name": "t.py", "step_us": 1_357.0}
+    py_in_step.py_facts(g, trace)
+    assert "py_step_pct" not in g

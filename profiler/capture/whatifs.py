@@ -582,6 +582,15 @@ def function_jit(driver: StepDriver) -> Variant | str:
     python_function = getattr(fn, "python_function", None)
     if python_function is None:
         return f"{best.name} has no Python function to compile again"
+    from profiler.capture.script.pipeline import py_calls
+
+    calls = py_calls(fn)
+    if calls:
+        # XLA compiles no Python: its error ("Detected unsupported operations ... EagerPyFunc")
+        # was the what-if's only figure.
+        return (
+            f"{best.name} calls Python through tf.py_function ({calls[0]}): XLA cannot compile it"
+        )
     import tensorflow as tf
 
     twin = tf.function(python_function, jit_compile=True, reduce_retracing=True)

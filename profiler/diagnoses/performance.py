@@ -21,6 +21,7 @@ from profiler.diagnoses import gc as gc_rules
 from profiler.diagnoses import input as input_rules
 from profiler.diagnoses import loops as loop_rules
 from profiler.diagnoses import memory as memory_rules
+from profiler.diagnoses import py_in_step as py_rules
 from profiler.diagnoses import step_lines
 from profiler.diagnoses.engine import Diagnosis, Facts, Rule, evaluate, ranked
 from profiler.model import median_ns
@@ -122,6 +123,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     call_rules.fit_facts(f, trace)
     loop_rules.loop_facts(f, trace)
     step_lines.step_line_facts(f, trace)
+    py_rules.py_facts(f, trace)
     _trend_facts(f, trace, wa)
     _slow_facts(f, trace)
     _graph_slow_facts(f)
@@ -888,10 +890,14 @@ RULES: tuple[Rule, ...] = (
             and f["purpose_step_pct"] >= 20
             and bool(f["purpose_fix"])
             # An input-bound step's input kernels are input_bound's to name, with its own fix
-            # (a Sequence's PyFunc, 20% of the step: the same batches, said twice).
+            # (a Sequence's PyFunc, 20% of the step: the same batches, said twice); a
+            # py_function the step's own graph calls is py_function_in_step's.
             and not (
                 f["purpose"] == purposes.INPUT
-                and (f.get("input_pct") or 0.0) >= input_rules.INPUT_BOUND_PCT
+                and (
+                    (f.get("input_pct") or 0.0) >= input_rules.INPUT_BOUND_PCT
+                    or py_rules.python_in_step(f)
+                )
             )
         ),
         message="{label}: {purpose_step_pct:.0f}% of each {step_us:,.0f} µs step is kernels "
@@ -1177,6 +1183,7 @@ RULES: tuple[Rule, ...] = (
     *input_rules.RULES,
     *call_rules.RULES,
     *step_lines.RULES,
+    *py_rules.RULES,
     *loop_rules.RULES,
     *memory_rules.RULES,
     *gc_rules.RULES,

@@ -53,7 +53,7 @@ from profiler.capture.gc_pauses import GcRecorder
 from profiler.capture.memory import RssSampler
 from profiler.capture.phases import sampled
 from profiler.capture.schedule import ERROR_TAIL_LINES
-from profiler.capture.script import detect, source
+from profiler.capture.script import detect, pipeline, source
 from profiler.capture.script.driver import Interrupted, StepDriver, StopScript, blocks
 from profiler.capture.script.facts import main_source
 from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule
@@ -577,7 +577,11 @@ class ScriptRun:
             "notes": notes,
             "startup": dict(out.startup),
             "missed": list(out.missed),
-            "functions": [s.to_json() for s in d.facts.functions.values() if s.calls],
+            "functions": [
+                {**s.to_json(), "python_calls": pipeline.py_calls(s.ref)}
+                for s in d.facts.functions.values()
+                if s.calls
+            ],
             "graph_growth": d.facts.graph_growth(out.warmup.n_steps),
             "pipelines": d.facts.pipelines.to_json(),
             "auto_step": self.loops.record() if self.loops is not None else None,
