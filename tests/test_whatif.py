@@ -503,4 +503,9 @@ def test_a_predict_once_every_three_steps_is_measured_over_groups_of_three(tmp_p
     assert x["status"] == "ok" and x["group"] == 3 and x["keeps_results"], x
     # predict's per-call set-up (tens of ms) against a direct call of ~1 ms, over 3 steps.
     assert x["variant_us"] < 0.6 * x["baseline_us"], x
-    assert x["verdict"] == "not predicted" and x["interval_us"][0] > 0, x
+    # The verdict follows the interval: beside another test process a few pairs of short
+    # blocks can reach zero (inconclusive then), else the saving is measured, not predicted.
+    low = x["interval_us"][0]
+    assert x["measured_saving_us"] > 0 and x["verdict"] == (
+        "not predicted" if low > 0 else "inconclusive"
+    ), x
