@@ -467,7 +467,7 @@ def test_one_fast_block_among_level_ones_is_no_growth_but_a_steady_rise_is() -> 
     medians = [303.6, 178.2, 304.2, 304.9, 303.8, 304.2, 307.2]
     means = [276.4, 200.3, 288.7, 301.6, 288.7, 295.5, 319.3]
 
-    def facts(medians: list[float], means: list[float]) -> dict:
+    def facts(medians: list[float], means: list[float], cpu: list[float] | None = None) -> dict:
         rows = [{"from_step": 0, "to_step": 25, "median_us": 3e5, "instrumented": True}]
         rows += [
             {
@@ -476,6 +476,7 @@ def test_one_fast_block_among_level_ones_is_no_growth_but_a_steady_rise_is() -> 
                 "median_us": 1e3 * m,
                 "mean_us": 1e3 * a,
                 "instrumented": False,
+                **({"cpu_us": 1e3 * cpu[i]} if cpu else {}),
             }
             for i, (m, a) in enumerate(zip(medians, means, strict=True))
         ]
@@ -496,6 +497,34 @@ def test_one_fast_block_among_level_ones_is_no_growth_but_a_steady_rise_is() -> 
     assert [
         d for d in evaluate(performance.RULES, "workload", [rising]) if d.rule == "steps_slow_down"
     ]
+    # The wall time rising while the CPU time a step stays level (another process took the
+    # cores: an eager loop's blocks 26 -> 45 ms beside a busy process): no growth of the work.
+    level_cpu = [30.0, 29.0, 31.0, 30.0, 29.5, 30.5, 30.0]
+    contended = facts(grow, grow, level_cpu)
+    assert contended["trend_cpu_rising"] < performance.TREND_CPU_RISING
+    assert not [
+        d
+        for d in evaluate(performance.RULES, "workload", [contended])
+        if d.rule == "steps_slow_down"
+    ]
+    # More work a step: its CPU time rises with the wall time.
+    working = facts(grow, grow, [0.1 * g for g in grow])
+    assert [
+        d for d in evaluate(performance.RULES, "workload", [working]) if d.rule == "steps_slow_down"
+    ]
+
+
+def test_blocks_carry_the_processes_cpu_time_per_step() -> None:
+    import array
+
+    from profiler.capture.script import driver
+
+    # 40 steps of 1 ms; CPU read at ends 0, 16, 32: 0.5 ms of CPU a step.
+    ends = array.array("q", [1_000_000 * (i + 1) for i in range(40)])
+    cpu = array.array("q", [0, 0, 16, 8_000_000, 32, 16_000_000])
+    first, second = driver.blocks(0, ends, 20, 0, cpu)
+    assert first["cpu_us"] == 500.0 and second["cpu_us"] is None  # one reading in 20..39
+    assert first["median_us"] == 1_000.0
 
 
 def test_the_periodic_line_is_not_a_call_of_the_function_running_the_steps() -> None:

@@ -296,6 +296,12 @@ def _trend_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         # faster steps among level ones (a DQN's, beside a busy process: medians 304, 178,
         # 304 ... 307 ms, means 276, 200, 288 ... 319) gave the means a rise of their own.
         medians = [r["median_us"] * 1e3 for r in free]
+        # More work a step costs more CPU time a step; a machine lending the process fewer of
+        # its cores slows the wall time alone (an eager loop beside a busy process: its blocks
+        # 26 ms -> 45 ms, read as a growth of +1.7 ms every 100 steps; 0.1 ms without it).
+        cpus = [r.get("cpu_us") for r in free]
+        if all(c is not None for c in cpus):
+            f["trend_cpu_rising"] = stats.rising_share(xs, [float(c or 0.0) for c in cpus])
         span = free[-1]["to_step"] - free[0]["from_step"] + 1
         f["trend_where"] = (
             f"across the run's steps {free[0]['from_step']:,}–{free[-1]['to_step']:,} "
@@ -638,6 +644,9 @@ TREND_WINDOW_PCT = 15
 #: of pairs of points that must rise (noise gives ~0.5).
 TREND_BLOCKS = 6
 TREND_RISING = 0.8
+#: ... and of the blocks' CPU time per step where it was read (a steady growth of the work
+#: raises it too; contention from other processes does not).
+TREND_CPU_RISING = 0.7
 
 
 def _recurring_epoch_cost(f: Facts) -> float:
@@ -1120,6 +1129,7 @@ RULES: tuple[Rule, ...] = (
             f["trend_window_pct"] >= TREND_WINDOW_PCT
             and f["trend_rising"] >= TREND_RISING
             and f["trend_low_us_per_100"] > 0
+            and f.get("trend_cpu_rising", 1.0) >= TREND_CPU_RISING
         ),
         message="{label}: steps get slower as the run goes on: +{trend_us_per_100:,.1f} µs "
         "every 100 steps (95%: +{trend_low_us_per_100:,.1f} to +{trend_high_us_per_100:,.1f}; "

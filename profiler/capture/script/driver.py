@@ -33,6 +33,7 @@ import array
 import collections
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -481,26 +482,45 @@ class StepDriver:
 ENDS_MAX = 10_000_000
 
 
-class _Ends:
-    """Step end times in a compact array, bounded."""
+#: The process's CPU time is read at every this many step ends (``_Ends.cpu``): a block's CPU
+#: time per step tells more work (it rises) from a machine that lends the process less of
+#: its cores (only the wall time rises).
+CPU_EVERY = 16
 
-    __slots__ = ("values",)
+
+class _Ends:
+    """Step end times in a compact array, bounded; and the process's CPU time (all its
+    threads) at every ``CPU_EVERY``-th of them, as (step index, ns) pairs."""
+
+    __slots__ = ("cpu", "values")
 
     def __init__(self) -> None:
         self.values = array.array("q")
+        self.cpu = array.array("q")
 
     def append(self, t: int) -> None:
-        if len(self.values) < ENDS_MAX:
+        n = len(self.values)
+        if n < ENDS_MAX:
             self.values.append(t)
+            if n % CPU_EVERY == 0:
+                self.cpu.append(n)
+                self.cpu.append(time.process_time_ns())
 
 
 def blocks(
-    first_ns: int, ends: array.array[int], size: int, first_step: int = 0
+    first_ns: int,
+    ends: array.array[int],
+    size: int,
+    first_step: int = 0,
+    cpu: array.array[int] | None = None,
 ) -> list[dict[str, Any]]:
     """The median step time of each block of ``size`` steps from ``first_step`` (an epoch of
-    fit, or a tenth of the run): whether the steps outside the windows ran like the timed ones."""
+    fit, or a tenth of the run): whether the steps outside the windows ran like the timed ones.
+    With ``cpu`` (``_Ends.cpu``), each block's process CPU time per step (``cpu_us``, None
+    where the block holds under two readings)."""
     if not ends or size <= 0:
         return []
+    readings = list(zip(cpu[0::2], cpu[1::2], strict=True)) if cpu else []
     starts = [first_ns, *ends[:-1]]
     out = []
     for b in range(first_step, len(ends), size):
@@ -517,9 +537,20 @@ def blocks(
                 # Trimmed (10% each side): a bimodal step's level, without an epoch's or a
                 # phase switch's single long step.
                 "mean_us": round(sum(kept) / len(kept) / 1e3, 3),
+                "cpu_us": _cpu_per_step(readings, b, b + len(durs) - 1),
             }
         )
     return out
+
+
+def _cpu_per_step(readings: list[tuple[int, int]], first: int, last: int) -> float | None:
+    """The process's CPU time per step between its first and last reading inside the steps
+    ``first``..``last`` (µs), None under two readings."""
+    inside = [(i, ns) for i, ns in readings if first <= i <= last]
+    if len(inside) < 2 or inside[-1][0] == inside[0][0]:
+        return None
+    (i0, c0), (i1, c1) = inside[0], inside[-1]
+    return round((c1 - c0) / (i1 - i0) / 1e3, 3)
 
 
 class _Series:

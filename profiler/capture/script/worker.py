@@ -605,10 +605,11 @@ class ScriptRun:
         ends = d.ends.values
         per_epoch = int(d.facts.fit.get("steps_per_epoch") or 0)
         if per_epoch >= EPOCH_BLOCK_STEPS:
-            rows = blocks(d.first_start_ns, ends, per_epoch, int(d.facts.fit["first_step"]))
+            first = int(d.facts.fit["first_step"])
+            rows = blocks(d.first_start_ns, ends, per_epoch, first, d.ends.cpu)
             unit = "epoch"
         else:
-            rows = blocks(d.first_start_ns, ends, max(-(-len(ends) // BLOCKS), 1))
+            rows = blocks(d.first_start_ns, ends, max(-(-len(ends) // BLOCKS), 1), 0, d.ends.cpu)
             unit = "tenth"
         busy = [
             (seg.first_step, seg.first_step + seg.n_steps)
