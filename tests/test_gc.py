@@ -110,6 +110,20 @@ def test_the_finding_fires_at_a_fifth_of_the_step_with_the_fix_its_figures_suppo
     assert "50% of the timed steps" in msg and "100% of it in full" in msg
 
 
+def test_a_rare_collection_in_the_timed_window_is_weighed_across_the_run():
+    (rule,) = gc_rules.RULES
+    # One collection of 10 µs in a 20 µs timed window (50% of it), and a later phase's
+    # window of 1,000 steps with none: a k-fold loop's collection once a fold, not its steps.
+    rare = _pauses([(T0 + 2_100, T0 + 12_100, 2, 50)])
+    later = [T0 + 100_000 + 2000 * i for i in range(1001)]
+    lines = PhaseRecord("lines", "ok", window=Window("lines", (Segment(500, tuple(later)),)))
+    f = _facts(_trace([2000] * 10, rare, lines))
+    assert f["gc_share"] == pytest.approx(0.5) and f["gc_window_collections"] == 1
+    assert f["gc_run_share"] < 0.01 and not rule.when(f)
+    # Without another window the timed one is all the run said: it fires.
+    assert rule.when(_facts(_trace([2000] * 10, rare)))
+
+
 def test_freed_objects_a_step_point_at_reference_cycles():
     pauses = _pauses([(T0 + i * 2000 + 100, T0 + i * 2000 + 900, 0, 5000) for i in range(10)])
     f = _facts(_trace([2000] * 10, pauses))

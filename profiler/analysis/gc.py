@@ -211,3 +211,27 @@ def record_totals(record: object) -> object:
             None if pauses.cost_ns is None else round(pauses.cost_ns / 1e3, 2)
         ),
     }
+
+
+def run_span(trace: WorkloadTrace) -> list[tuple[int, int]]:
+    """One span from the first to the last step any phase's window measured: the steps of
+    most of the run, whichever phase ran them (a collection that fell in the timed window
+    may be rare)."""
+    bounds = [
+        (seg.boundaries_ns[0], seg.boundaries_ns[-1])
+        for rec in trace.phases
+        if rec.window is not None
+        for seg in rec.window.segments
+        if len(seg.boundaries_ns) > 1
+    ]
+    if not bounds:
+        return []
+    return [(min(b[0] for b in bounds), max(b[1] for b in bounds))]
+
+
+def across_run(trace: WorkloadTrace) -> GcSteps | None:
+    """The GC inside ``run_span``; None where not recorded."""
+    pauses = GcPauses.from_json(trace.script.get("gc") if trace.script else None)
+    if pauses is None:
+        return None
+    return in_steps(pauses, run_span(trace), trace.work.units_per_step)
