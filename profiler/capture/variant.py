@@ -29,10 +29,6 @@ class Variant:
     #: The share of ``removes`` it removes, and the steps it runs as one (``WhatIfResult``).
     share: float = 1.0
     group: int = 1
-    #: Steps run with the variant on before its first block, unrecorded: what it compiles at
-    #: its first calls (XLA: a conv net's fit read "-3.26 s to +1.86 s per step" with the
-    #: compile inside its first block).
-    warm: int = 0
     #: Whether it is fully off (a group cut short finishes its calls first).
     settled: Callable[[], bool] = lambda: True
 

@@ -646,11 +646,6 @@ def _keras_missing(model: Any, names: tuple[str, ...]) -> str | None:
     return tf_internals.missing_note("this what-if", listed)
 
 
-#: Steps fit's XLA train function runs before its blocks: its compile (and a recompile for
-#: another batch shape) is paid there, not in a measured block.
-JIT_WARM_STEPS = 2
-
-
 def keras_jit(driver: StepDriver) -> Variant | str:
     """fit's train function rebuilt with ``jit_compile=True`` (XLA), switched in and out
     between batches (fit reads ``model.train_function`` at every batch)."""
@@ -698,7 +693,6 @@ def keras_jit(driver: StepDriver) -> Variant | str:
         "the same computation; XLA may change the last bits of float results",
         on,
         off,
-        warm=JIT_WARM_STEPS,
     )
     return variant
 

@@ -121,9 +121,7 @@ class WhatIfPhase(Phase):
         return max(BLOCK_MIN, min(BLOCK_MAX, want))
 
     def extra_steps(self, ctx: PhaseContext) -> int:
-        variants = self._variants(ctx)
-        warm = sum(int(getattr(v, "warm", 0)) for v in variants)
-        return len(variants) * self.pairs * 2 * self._block(ctx) + warm
+        return len(self._variants(ctx)) * self.pairs * 2 * self._block(ctx)
 
     def limit_extra(self, ctx: PhaseContext, seconds: float) -> int:
         # Each what-if gets its own ~second: ``seconds`` is a phase's cap, not the sum's.
@@ -174,7 +172,7 @@ class WhatIfPhase(Phase):
                 continue
             # Steps the later what-ifs' planned pairs need, kept from this one's extra pairs.
             rest = variants[i + 1 :]
-            later = sum(self.pairs * 2 * _whole(n, r.group) + r.group + r.warm for r in rest)
+            later = sum(self.pairs * 2 * _whole(n, r.group) + r.group for r in rest)
             block = _whole(n, v.group)
             left = steps_left() if steps_left is not None else None
             if left is not None:
@@ -182,7 +180,7 @@ class WhatIfPhase(Phase):
                 # whole calls of k steps (fit's steps_per_execution): where the steps known
                 # to be left fall short, this one's blocks shrink to what leaves the later
                 # ones theirs (a 4,000-batch fit ran out of steps in its last what-if).
-                fit = (left - later - v.group - v.warm) // (self.pairs * 2) // v.group * v.group
+                fit = (left - later - v.group) // (self.pairs * 2) // v.group * v.group
                 if fit < max(v.group, min(BLOCK_MIN, block)):
                     self.not_run.append((v.id, NO_ROOM))
                     continue
@@ -222,15 +220,6 @@ class WhatIfPhase(Phase):
         ended = False
         started = ctx.clock()
         try:
-            if v.warm:
-                # Unrecorded: the variant's first calls compile (XLA), then its blocks begin.
-                loop.in_loop_thread(v.on)
-                marks = [ctx.clock()]
-                loop.run(v.warm, marks, ctx.clock)
-                loop.in_loop_thread(v.off)
-                if len(marks) - 1 < v.warm:
-                    ended = True
-                    raise LoopEnded
             for pair in range(MAX_PAIRS):
                 if pair >= self.pairs:
                     if _settled(base, var, ctx.clock() - started):
