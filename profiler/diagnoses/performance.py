@@ -494,14 +494,14 @@ def _slow_facts(f: dict[str, Any], trace: Any) -> None:
     f["slow_excess_us"] = slow.excess_share * mean / 1e3
     f["slow_period"] = slow.period or 0
     f["slow_first"] = slow.first
-    f["slow_what"] = _slow_line(trace, slow.period or 0, slow.slow_ns - slow.median_ns) or (
+    line = _slow_line_record(trace, slow.period or 0, slow.slow_ns - slow.median_ns)
+    f["slow_what"] = _line_text(line) or (
         f"Something runs every {slow.period or 0} steps besides the training step (an "
         "evaluation, a checkpoint, logging or a summary)"
     )
     # The slow steps' line calls the Keras method predict_in_loop names (a GAN's
     # generator.predict once an iteration of three train_on_batch steps): that finding's.
     named = call_rules.looped(f)
-    line = _slow_line_record(trace, slow.period or 0, slow.slow_ns - slow.median_ns)
     f["slow_by_call"] = bool(named and line is not None and named in line[0].source)
 
 
@@ -542,7 +542,11 @@ def _slow_line(trace: Any, period: int, excess_ns: float) -> str:
     """The script's line that runs once every ``period`` steps and takes most of the slow
     steps' excess, from the lines phase (a ``manager.save()`` run 29 times in 288 steps at
     36.6 ms a call, the steps 4.8 ms); "" where none does or the lines were not measured."""
-    found = _slow_line_record(trace, period, excess_ns)
+    return _line_text(_slow_line_record(trace, period, excess_ns))
+
+
+def _line_text(found: tuple[Any, int] | None) -> str:
+    """``_slow_line``'s sentence for a line record and the lines phase's step count."""
     if found is None:
         return ""
     best, steps = found
