@@ -315,3 +315,49 @@ def test_a_script_that_fills_the_disk_with_its_output_keeps_running_and_the_run_
     errors = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "No space left on device" in errors[0], out.stderr[-2000:]
     assert "Traceback" not in out.stderr
+
+
+def test_a_sibling_in_the_profilers_own_session_is_never_ended_as_a_left_over(
+    tmp_path: Path,
+) -> None:
+    # CI's make was once ended ("Terminated", exit 143): a child of the profiling process that
+    # the runner had not started (the program running the profiler in-process had) was taken
+    # for an orphan of the script, and its process group, the profiler's own, was killed.
+    # The probe runs in a session of its own, so a regression ends it alone.
+    probe = write(
+        tmp_path,
+        "probe.py",
+        """
+        import subprocess
+        import sys
+        import time
+
+        from profiler.processes import orphans
+
+        orphans.adopt()
+        sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        measured = subprocess.Popen(
+            [sys.executable, "-c", "pass"], start_new_session=True
+        )
+        orphans.started(measured.pid)
+        measured.wait()
+        orphans.forget(measured.pid)
+        alive, dead = orphans.leftovers(measured.pid)
+        assert sibling.pid not in alive + dead, (alive, dead)
+        assert orphans.end_leftovers(measured.pid) is False
+        time.sleep(0.2)
+        assert sibling.poll() is None, "the sibling was ended"
+        sibling.kill()
+        sibling.wait()
+        print("kept")
+        """,
+    )
+    out = subprocess.run(
+        [sys.executable, str(probe)],
+        capture_output=True,
+        text=True,
+        env=python_env(),
+        start_new_session=True,
+        timeout=60,
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "kept", (out.returncode, out.stderr)

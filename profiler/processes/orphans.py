@@ -54,8 +54,9 @@ def forget(pid: int) -> None:
         _started.discard(pid)
 
 
-def _stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, parent pid, process group) of ``pid`` from ``/proc``, or None if it is gone."""
+def _stat(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, parent pid, process group, session) of ``pid`` from ``/proc``, or None if it is
+    gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -63,7 +64,7 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
     # The command name is in parentheses and may hold spaces: split after its last ')'.
     fields = text[text.rfind(")") + 2 :].split()
     try:
-        return fields[0], int(fields[1]), int(fields[2])
+        return fields[0], int(fields[1]), int(fields[2]), int(fields[3])
     except (IndexError, ValueError):
         return None
 
@@ -82,8 +83,14 @@ def running(pid: int) -> bool:
 
 def leftovers(pgid: int) -> tuple[list[int], list[int]]:
     """(running, exited) processes that are left: the members of group ``pgid``, and the
-    children of this process it did not start itself (orphans re-parented to it)."""
+    children of this process it did not start itself (orphans re-parented to it).
+
+    A child in this process's own session is never an orphan of the measured script (which
+    runs in a session of its own, and whose descendants cannot join this one): it is a helper
+    this process started, or a sibling started by the program that runs the profiler in-process.
+    Ending it, or its group, would end that program too (a test suite, its ``make``)."""
     me = os.getpid()
+    own = _own_ids()
     with _lock:
         ours = set(_started)
     alive: list[int] = []
@@ -94,8 +101,9 @@ def leftovers(pgid: int) -> tuple[list[int], list[int]]:
         st = _stat(pid)
         if st is None:
             continue
-        state, ppid, group = st
-        if group == pgid or (ppid == me and _subreaper):
+        state, ppid, group, session = st
+        orphan = ppid == me and _subreaper and session != own[1]
+        if (group == pgid and group != own[0]) or orphan:
             (dead if state in ("Z", "X") else alive).append(pid)
     return alive, dead
 
@@ -126,6 +134,7 @@ def end_leftovers(pgid: int) -> bool:
         st = _stat(pid)
         if st is not None:
             groups.add(st[2])
+    groups.discard(_own_ids()[0])  # never this process's own group (see ``leftovers``)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for g in groups:
             try:
@@ -150,8 +159,15 @@ def end_leftovers(pgid: int) -> bool:
     return True
 
 
+def _own_ids() -> tuple[int, int]:
+    """This process's (process group, session)."""
+    return os.getpgrp(), os.getsid(0)
+
+
 def _kill_group_only(pgid: int) -> None:
     # Nothing runs there; a group kill is harmless and covers a process not yet in /proc.
+    if pgid == _own_ids()[0]:
+        return
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
