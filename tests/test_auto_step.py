@@ -223,7 +223,8 @@ def training_loop(model, x, y, train_fn=train, *, report_fn=print):
 @pytest.mark.tf
 def test_a_validation_functions_calls_between_epochs_are_not_steps(tmp_path: Path) -> None:
     # TF's "training loop from scratch": train_step per batch, then test_step per validation
-    # batch after each epoch; 3,140 of 9,400 "steps" were test_step calls.
+    # batch after each epoch; 3,140 of 9,400 "steps" were test_step calls. TF's text
+    # generation tutorial: 200 generate_one_step calls after training, 302 "steps" in all.
     body = """
     import tensorflow as tf
     w = tf.Variable(tf.zeros([8, 1]))
@@ -242,11 +243,19 @@ def test_a_validation_functions_calls_between_epochs_are_not_steps(tmp_path: Pat
     def test_step(x, y):
         return tf.reduce_mean((x @ w - y) ** 2)
 
+    class OneStep(tf.Module):
+        @tf.function
+        def generate_one_step(self, x):
+            return x @ w
+
     for epoch in range(3):
         for i in range(200):
             train_step(x, y)
         for i in range(50):
             test_step(x, y)
+    one_step = OneStep()
+    for i in range(100):  # TF's text generation tutorial: a character a call, after training
+        one_step.generate_one_step(x)
     print("done")
     """
     out = cli(tmp_path, "--phases", "timed", str(write(tmp_path, "scratch.py", body)))
