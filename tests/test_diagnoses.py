@@ -435,6 +435,10 @@ def test_a_short_fits_validations_are_timed_each_and_the_first_left_out():
     assert e.low_share == pytest.approx(681 / (681 + 250 * 5.4))
     # One validation (the first, with its trace) tells nothing recurring.
     assert performance._validations({**fit, "validations_ns": [1800 * ms]}, 5.4 * ms) is None
+    # Validations run while a phase instrumented or altered the loop are not the script's.
+    altered = performance._validations({**fit, "validations_altered": [1, 3]}, 5.4 * ms)
+    assert altered is not None and altered.boundaries == 1 and altered.excess_ns == 700 * ms
+    assert performance._validations({**fit, "validations_altered": [1, 2, 3]}, 5.4 * ms) is None
 
 
 def test_a_library_function_traced_once_more_in_hundreds_of_steps_is_a_one_off():

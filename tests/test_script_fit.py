@@ -203,6 +203,35 @@ def test_a_fit_on_a_batched_dataset_counts_the_datasets_batch_as_its_samples(tmp
     # fit's validation at each epoch's end is timed, each run (the first traces its function).
     timed = w["script"]["fit"]["validations_ns"]
     assert len(timed) == 3 and all(v > 0 for v in timed), timed
+    # The timed window alone ran: every validation was the script's as written.
+    assert "validations_altered" not in w["script"]["fit"], w["script"]["fit"]
+
+
+@pytest.mark.tf
+def test_validations_run_while_a_phase_instruments_the_loop_are_marked_not_the_scripts(
+    tmp_path: Path,
+):
+    # A conv net's 0.13 s validation read 0.2-2.9 s during the what-ifs and the line
+    # profiler, and was called 45% of its training: those are marked and left out.
+    script = write(
+        tmp_path,
+        "val_fit.py",
+        "import numpy as np\n"
+        "import tensorflow as tf\n"
+        "x = np.random.default_rng(0).normal(size=(320, 8)).astype('float32')\n"
+        "y = x.sum(axis=1, keepdims=True)\n"
+        "model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])\n"
+        "model.compile('sgd', 'mse')\n"
+        "model.fit(x, y, batch_size=64, epochs=60, verbose=0, validation_data=(x[:64], y[:64]))\n",
+    )
+    out = cli(tmp_path, "--repeat", "0", "--phases", "timed,hooks", "--no-progress", str(script))
+    assert out.returncode == 0, out.stderr[-2000:]
+    fit = workload(only_run(tmp_path))["script"]["fit"]
+    timed, altered = fit["validations_ns"], fit.get("validations_altered") or []
+    # 5-batch epochs: the hooks' window holds epoch ends; the warm-up and the steps after the
+    # schedule are the script's as written.
+    assert len(timed) == 60 and 0 < len(altered) < 60, (len(timed), altered)
+    assert all(0 <= i < 60 for i in altered) and altered == sorted(set(altered)), altered
 
 
 @pytest.mark.tf

@@ -193,6 +193,13 @@ class Loop:
         self.info: LoopInfo = info or LoopInfo()
         self.probes: dict[str, Any] = dict(probes or {})
         self.steps_done = 0
+        #: The phase that instruments or alters the steps now ("" for none; "timed" times them
+        #: as written): what the script measures between steps itself (fit's validations)
+        #: is its own only outside the others.
+        self.active = ""
+
+    def set_active(self, phase: str) -> None:
+        self.active = phase
 
     def run(self, n: int, marks: list[int], clock: Clock, wrap: StepWrapper | None = None) -> None:
         """Run ``n`` timed units, appending ``clock()`` after each to ``marks``."""

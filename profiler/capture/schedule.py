@@ -188,6 +188,7 @@ def run_phase(
     if why_not:
         return PhaseRecord(name=phase.name, status=SKIPPED, reason=why_not)
     installed = False
+    ctx.loop.set_active(phase.name)
     try:
         phase.install(ctx)
         installed = True
@@ -211,6 +212,8 @@ def run_phase(
         if installed:
             _abort(phase, ctx)
         return PhaseRecord(name=phase.name, status=FAILED, reason=error_tail(exc))
+    finally:
+        ctx.loop.set_active("")
 
 
 def _abort(phase: Phase, ctx: PhaseContext) -> None:

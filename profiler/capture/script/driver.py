@@ -300,6 +300,8 @@ class StepDriver:
         self.ended = False
         self.end_reason = ""
         self.freed = False
+        #: The schedule's phase under way (``Loop.active``), read on the script's thread.
+        self.active = ""
         self.first_start_ns = 0
         self.last_end_ns = 0
         #: Every step's end (8 bytes a step, up to ``ENDS_MAX``): the run's step times outside
@@ -630,6 +632,9 @@ class ScriptLoop(Loop):
         self.steps_done = d.done
         if len(marks) < 2 and d.ended:
             raise LoopEnded(f"the script ended after {d.done} steps")
+
+    def set_active(self, phase: str) -> None:
+        self.active = self.driver.active = phase
 
     def in_loop_thread(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the script's thread (it is waiting for the schedule, so it can)."""
