@@ -277,7 +277,7 @@ def test_predict_called_per_sample_is_found_with_its_share_of_the_script():
     assert f["loop_call"] == "model.predict" and f["loop_calls"] == 200
     assert f["loop_samples_text"] == "1 sample" and f["loop_pct"] == pytest.approx(75)
     f["label"] = "s.py"
-    rule = calls.RULES[0]
+    (rule,) = [r for r in calls.RULES if r.id == "predict_in_loop"]
     assert rule.when(f)
     assert "model(x, training=False)" in f["loop_fix"]
     # Batched predictions are not a loop.
