@@ -250,3 +250,22 @@ def test_a_step_mostly_unexplained_says_so_before_its_largest_measured_part() ->
         "Verdict: no cause of the step was measured, only its time; the framework phase"
     )
     assert focus_view.verdict_rule(card, w) == "not_measured"
+
+
+def test_a_finding_with_a_fix_worth_a_tenth_of_the_step_leads_over_compute_bound() -> None:
+    # A PyDataset's Python batches (27% of a conv net's step, measured without the profiler)
+    # went unsaid behind "compute is 70%" when compute-bound came first by cost.
+    card, w = _card(0.75, 0.05)
+    batches = {"message": "b", "fix": "Make the batches once. Then Z.", "rule": "python_batches"}
+    card["findings"].append({**batches, "cost_us": 12.0})  # 12% of the 100 µs step
+    assert focus_view.verdict_rule(card, w) == "python_batches"
+    assert focus_view._verdict(card, w) == (
+        "Verdict: compute (kernels) is 75% ±5 of the step; the top fix, predicted from this "
+        "run's figures: Make the batches once."
+    )
+    # Under a tenth of the step, compute-bound stays the answer.
+    card["findings"][-1] = {**batches, "cost_us": 8.0}
+    assert focus_view.verdict_rule(card, w) == "compute_bound"
+    # A finding without a fix does not displace it either.
+    card["findings"][-1] = {**batches, "fix": "", "cost_us": 50.0}
+    assert focus_view.verdict_rule(card, w) == "compute_bound"

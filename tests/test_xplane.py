@@ -239,3 +239,21 @@ def test_garbage_empty_missing_and_foreign_files_name_the_file(tmp_path):
     b = _Builder()
     b.event(b.line("python"), "SessionRun", 0, 10)
     assert "no 'train' step marker" in _message(b.write(tmp_path / "nomarks.xplane.pb"))
+
+
+def test_kernels_on_tf_datas_threads_are_rows_of_their_own_marked_input_thread(tmp_path):
+    # A Keras PyDataset's __getitem__ runs as a PyFunc on tf.data's thread, beside the step: it
+    # is not the step's kernel time (it was "compute-bound ... PyFunc 40%").
+    b = _Builder()
+    py = b.line("python")
+    c0 = b.line("tf_Compute/1")
+    data = b.line("tf_data_private_threadpool/7")
+    b.event(py, "train", 0, 10_000, step_num=0, _r=1)
+    b.event(c0, "conv:Conv2D", 1_000, 4_000, display="Conv2D")
+    b.event(data, "PyFunc:PyFunc", 500, 6_000, display="PyFunc")
+    b.event(c0, "call:PyFunc", 6_000, 1_000, display="PyFunc")
+    cap = xplane.parse(b.write(tmp_path / "d.xplane.pb"))
+    rows = {(r.kernel, r.input_thread): r.total_ns for r in xplane.op_table(cap).rows}
+    assert rows == {("PyFunc", True): 6_000, ("Conv2D", False): 4_000, ("PyFunc", False): 1_000}
+    (med,) = [xplane.medians(xplane.step_table(cap))]
+    assert med.compute_union_ns == 5_000 and med.data_op_ns == 6_000

@@ -57,7 +57,10 @@ def py_facts(f: dict[str, Any], trace: Any) -> None:
     if not durations:
         return
     window_step = sum(durations) / len(durations)
-    py_ns = sum(r.total_ns for r in table.rows if r.kernel in PY_OPS) / table.steps
+    py_ns = (
+        sum(r.total_ns for r in table.rows if r.kernel in PY_OPS and not r.input_thread)
+        / table.steps
+    )
     if window_step <= 0 or py_ns <= 0:
         return
     share = min(py_ns / window_step, 1.0)

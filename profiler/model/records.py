@@ -70,7 +70,12 @@ ATTRIBUTION_PARTS: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class OpRow:
-    """One op's kernel executions in a capture."""
+    """One op's kernel executions in a capture.
+
+    ``input_thread``: the executions ran on the input pipeline's own threads (tf.data's), beside
+    the steps rather than in them: a PyDataset's ``__getitem__`` as a ``PyFunc``, a map's ops.
+    The step feels them as its wait for the next batch, not as its kernels.
+    """
 
     op: str
     kernel: str
@@ -78,6 +83,7 @@ class OpRow:
     mean_ns: int
     total_ns: int
     share: float
+    input_thread: bool = False
 
 
 @dataclass(frozen=True, slots=True)

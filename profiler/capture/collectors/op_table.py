@@ -20,23 +20,24 @@ MAX_ROWS = 60
 
 
 def build(
-    executions: Iterable[tuple[str, str, int]],
+    executions: Iterable[tuple[str, str, int] | tuple[str, str, int, bool]],
     *,
     source: str,
     steps: int,
     kernel_union_ns_per_step: int | None = None,
 ) -> OpTable:
-    """Group kernel executions ``(op, kernel, dur_ns)`` into a table over ``steps`` steps.
+    """Group kernel executions ``(op, kernel, dur_ns[, input_thread])`` into a table over
+    ``steps`` steps (an op's executions on the input pipeline's threads are a row of their own).
 
     Rows are ordered by total time, then by op name, so ties are stable.
     """
-    totals: dict[tuple[str, str], list[int]] = {}
-    for op, kernel, dur in executions:
-        entry = totals.setdefault((op, kernel), [0, 0])
+    totals: dict[tuple[str, str, bool], list[int]] = {}
+    for op, kernel, dur, *rest in executions:
+        entry = totals.setdefault((op, kernel, bool(rest and rest[0])), [0, 0])
         entry[0] += 1
         entry[1] += max(0, int(dur))
     kernel_ns = sum(t for _c, t in totals.values())
-    ordered = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0][0], kv[0][1]))
+    ordered = sorted(totals.items(), key=lambda kv: (-kv[1][1], kv[0][0], kv[0][1], kv[0][2]))
     rows = [
         OpRow(
             op=op,
@@ -45,8 +46,9 @@ def build(
             mean_ns=total // count if count else 0,
             total_ns=total,
             share=round(total / kernel_ns, 6) if kernel_ns else 0.0,
+            input_thread=pipeline,
         )
-        for (op, kernel), (count, total) in ordered
+        for (op, kernel, pipeline), (count, total) in ordered
     ]
     top = rows[0] if rows else None
     return OpTable(

@@ -491,7 +491,11 @@ def medians(columns: StepColumns) -> StepMedians:
 def op_table(capture: Capture) -> OpTable:
     """The per-op table of the capture's kernel events (``collectors.op_table``)."""
     return op_table_mod.build(
-        ((e.op, e.kernel, e.dur_ns) for e in capture.events if e.kind == "kernel"),
+        (
+            (e.op, e.kernel, e.dur_ns, e.track.startswith(DATA_TRACK))
+            for e in capture.events
+            if e.kind == "kernel"
+        ),
         source="xplane",
         steps=len(capture.steps),
     )
