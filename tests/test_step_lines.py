@@ -122,3 +122,62 @@ def test_a_line_calling_a_function_that_calls_the_step_holds_the_step_and_is_not
     step_lines.step_line_facts(f, trace)
     assert f["hot_line"] == 88 and f["hot_line_beside_call"], f
     assert f["hot_line_share_pct"] == pytest.approx(30.0)
+
+
+def test_a_lines_share_is_the_samples_where_there_are_enough_and_a_batch_line_gets_its_fix() -> (
+    None
+):
+    # word2vec's generate_batch line, 20% of a step without the profiler: the lines phase,
+    # which slows the Python it traces and not the native session.run, read 45%; the samples
+    # 13% ±5.
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import step_lines
+    from profiler.model import Frame, LineStat, Sample, Segment, Window
+    from profiler.model.records import LinesData
+
+    ms = 1_000_000
+    src = "batch_inputs, batch_labels = generate_batch(batch_size, num_skips, skip_window)"
+    lines = (LineStat("/w/w2v.py", 115, "<module>", 10, 10 * 45 * ms, src),)
+    window = Window("lines", (Segment(0, tuple(i * 100 * ms for i in range(11))),))
+    rec = SimpleNamespace(lines=lines, window=window, data=LinesData(10, ("<module>",)))
+    main = (Frame("<module>", "/w/w2v.py", 115),)
+    run = (Frame("<module>", "/w/w2v.py", 118), Frame("run", "/site/session.py", 900))
+    samples = [Sample((*main, Frame("generate_batch", "/w/w2v.py", 54)), 30, "main")]
+    samples += [Sample(run, 120, "main"), Sample(main, 500, "EventLoggerThread 9")]
+    sampled = SimpleNamespace(samples=samples)
+    phases = {"lines": rec, "sampled": sampled}
+    trace = SimpleNamespace(
+        script={"path": "/w/w2v.py", "detection": {"source": "session_run"}},
+        phase=phases.get,
+    )
+    f: dict = {"step_us": 1_000.0}
+    step_lines.step_line_facts(f, trace)
+    assert f["hot_line_share_pct"] == pytest.approx(20.0)  # 30 of 150 main-thread samples
+    assert f["hot_line_us"] == pytest.approx(200.0)
+    assert f["hot_line_how"].startswith("30 of 150 samples in the steps, ±6 points")
+    assert "the lines phase read 45%" in f["hot_line_how"]
+    assert f["hot_line_fix"].startswith("It makes the step's batch in Python")
+    # Too few samples: the lines phase's share stands.
+    sampled.samples = [Sample(run, 60, "main"), samples[0]]
+    g: dict = {"step_us": 1_000.0}
+    step_lines.step_line_facts(g, trace)
+    assert g["hot_line_share_pct"] == pytest.approx(45.0)
+    assert g["hot_line_how"].startswith("the lines phase, its steps 100,000 µs on average")
+
+
+def test_session_runs_overhead_leaves_out_a_named_line_beside_the_call() -> None:
+    from profiler.diagnoses import performance
+
+    f: dict = {"overhead_us": 600.0, "hot_line_us": 200.0, "hot_line": 115}
+    f.update(hot_line_beside_call=True, hot_line_share_pct=20.0)
+    performance._session_overhead_facts(f)
+    assert f["session_overhead_us"] == 400.0
+    assert f["session_overhead_note"] == (
+        ": 200 µs of it is line 115's (below), beside the call; the rest, 400 µs, is "
+        "session.run's per-call machinery"
+    )
+    g: dict = {"overhead_us": 600.0, "hot_line_us": 100.0, "hot_line_share_pct": 10.0}
+    performance._session_overhead_facts(g)  # under step_line's 20%: not named, not left out
+    assert g["session_overhead_us"] == 600.0
+    assert g["session_overhead_note"] == ": the rest is session.run's per-call machinery"

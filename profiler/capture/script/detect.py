@@ -8,7 +8,8 @@ Automatic detection, patched in when the script imports the framework (``ImportW
 numpy script never pays TensorFlow's ~2 s import):
 
 * TF1: each outermost ``BaseSession.run`` call is a step (the first, e.g. the variables'
-  initialiser, lands in the warm-up);
+  initialiser, lands in the warm-up), but for a tensor's ``.eval()`` after the first step
+  (an evaluation between the training calls);
 * TF2: each outermost ``tf.function`` call (``Function.__call__``);
 * Keras: each ``fit`` batch (a callback injected into ``fit``); calls made inside ``fit``,
   ``evaluate`` and ``predict`` are not steps.
@@ -203,6 +204,10 @@ def _arg_name(fn: Any, key: str) -> str:
         return f"argument {key[1:]}"
 
 
+#: The function through which ``Tensor.eval()`` calls ``session.run``.
+TENSOR_EVAL = "_eval_using_default_session"
+
+
 def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
     """``BaseSession.run`` such that each outermost call is one step; remembers the session
     and its last call (the framework phase's FULL_TRACE steps and the hooks phase need them)."""
@@ -217,6 +222,11 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
             facts.session = self
         if d.block or ident() != main:
             counter.calls += 1
+            return run(self, *args, **kwargs)
+        if counter.steps and sys._getframe(1).f_code.co_name == TENSOR_EVAL:
+            # A tensor's .eval() between the training calls (word2vec's similarity every
+            # 10,000 steps, its final embeddings): time between steps, not steps of their own.
+            d.detector("tf1_tensor_eval").calls += 1
             return run(self, *args, **kwargs)
         if not d.started:
             d.begin()
