@@ -852,8 +852,8 @@ RULES: tuple[Rule, ...] = (
         "float32 matmul; the top kernels are {top_kernels}.",
         fix="There is little overhead to remove: a faster step needs less arithmetic (a "
         "smaller model or input, fewer or smaller batches) or faster kernels (more cores; XLA "
-        "with jit_compile=True or mixed precision, each measured on this loop before it is "
-        "kept: on a CPU either can be slower).",
+        "with jit_compile=True or mixed precision: try each on this loop and keep it only if "
+        "the step is faster, as on a CPU either can be slower).",
         cost="compute_us",
     ),
     Rule(
@@ -871,8 +871,8 @@ RULES: tuple[Rule, ...] = (
         "{step_us:,.0f} µs step ({compute_pct:.0f}%); the top kernels are {top_kernels}.",
         fix="There is little overhead to remove: a faster step needs less arithmetic (a "
         "smaller model or input, fewer or smaller batches) or faster kernels (more cores; XLA "
-        "with jit_compile=True or mixed precision, each measured on this loop before it is "
-        "kept: on a CPU either can be slower).",
+        "with jit_compile=True or mixed precision: try each on this loop and keep it only if "
+        "the step is faster, as on a CPU either can be slower).",
         cost="compute_us",
     ),
     Rule(
