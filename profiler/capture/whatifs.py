@@ -777,8 +777,8 @@ def keras_steps(driver: StepDriver, k: int) -> Variant | str:
 
     variant = Variant(
         f"{KERAS_STEPS}_{k}",
-        f"fit running {k} batches per train-function call (steps_per_execution={k}; its "
-        "per-batch callbacks still run every batch)",
+        f"fit running {k} batches per train-function call (steps_per_execution={k}, "
+        "emulated with fit's callbacks still called every batch: a lower bound of the saving)",
         ("dispatch", "feed_fetch", "python"),
         True,
         "the same batches in the same order through the same train step",
