@@ -1058,6 +1058,7 @@ class LoopMarks:
                     "line": s.line,
                     "end_line": s.end_line,
                     "function": s.function,
+                    "carried": list(s.carried),
                     "candidate": self.candidate[k],
                     "iterations": self.count[k],
                     # Those that ended while watched (the one the choice began is a step).

@@ -343,6 +343,8 @@ class LoopSite:
     calls: tuple[str, ...] = ()
     #: Its last line (the loops inside it are between ``line`` and this, in ``function``).
     end_line: int = 0
+    #: Names whose value one iteration hands the next (``carried``): a recurrence.
+    carried: tuple[str, ...] = ()
 
 
 #: Names (identifiers, attributes, keywords; lower-cased) that mark a loop as training: anywhere
@@ -378,6 +380,95 @@ def _direct(loop: ast.For | ast.AsyncFor | ast.While) -> list[ast.AST]:
         out.append(node)
         todo.extend(ast.iter_child_nodes(node))
     return out
+
+
+def carried(loop: ast.For | ast.AsyncFor | ast.While) -> tuple[str, ...]:
+    """The names whose value an iteration of ``loop`` computes from the previous iteration's
+    and passes on: read in the body before the body assigns them (``h = np.tanh(W @ x + U @
+    h)``, ``dh = Why.T @ dy + dhnext`` before ``dhnext = ...``), or a container read at the loop
+    variable's neighbour (``hs[t - 1]``) that the body stores at the loop variable (``hs[t] =
+    ...``). Sums over the iterations are not (``dW += a @ b.T``, ``loss = loss + l``, Nielsen's
+    ``nabla_b = [nb + dnb for nb, dnb in zip(nabla_b, delta)]``): they vectorise into one
+    product or sum. A loop whose iterations carry state cannot run as one call per step."""
+    body = [st for st in loop.body if not isinstance(st, (ast.FunctionDef, ast.ClassDef))]
+    index = _name_set(loop.target) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+    plain: set[str] = set()
+    stored_at_index: set[str] = set()
+    simple: list[ast.stmt] = []
+
+    def flatten(stmts: list[ast.stmt]) -> None:
+        for st in stmts:
+            if isinstance(st, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                flatten([*getattr(st, "body", []), *getattr(st, "orelse", [])])
+            elif not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                simple.append(st)
+
+    flatten(body)
+    for st in simple:
+        if isinstance(st, ast.Assign) and not _accumulates(st):
+            for t in st.targets:
+                if isinstance(t, (ast.Name, ast.Tuple, ast.List)):
+                    plain |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)} - _indices(t)
+                if (
+                    isinstance(t, ast.Subscript)
+                    and isinstance(t.value, ast.Name)
+                    and _name_set(t.slice) & index
+                    and not isinstance(t.slice, ast.BinOp)
+                ):
+                    stored_at_index.add(t.value.id)
+    found: list[str] = []
+    assigned: set[str] = set(index)
+    for st in simple:
+        value: ast.AST | None = (
+            st.value if isinstance(st, (ast.Assign, ast.AugAssign, ast.Expr)) else st
+        )
+        if isinstance(st, ast.Assign) and _accumulates(st):
+            value = None
+        for n in ast.walk(value) if value is not None else ():
+            if (
+                isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load)
+                and n.id in plain
+                and n.id not in assigned
+                and n.id not in found
+            ):
+                found.append(n.id)
+            if (
+                isinstance(n, ast.Subscript)
+                and isinstance(n.value, ast.Name)
+                and n.value.id in stored_at_index
+                and isinstance(n.slice, ast.BinOp)
+                and _name_set(n.slice) & index
+                and n.value.id not in found
+            ):
+                found.append(n.value.id)
+        if isinstance(st, ast.Assign):
+            for t in st.targets:
+                if isinstance(t, (ast.Name, ast.Tuple, ast.List)):
+                    assigned |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return tuple(found)
+
+
+def _name_set(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _indices(target: ast.AST) -> set[str]:
+    """The names inside a target's subscripts (``hs[t]``: ``t``), which it does not store."""
+    return {n for s in ast.walk(target) if isinstance(s, ast.Subscript) for n in _name_set(s.slice)}
+
+
+def _accumulates(st: ast.Assign) -> bool:
+    """``x = x + e`` (or ``e + x``), or ``x = [a + b for a, b in zip(x, e)]``: a sum over the
+    iterations, not a recurrence."""
+    if len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
+        return False
+    x, v = st.targets[0].id, st.value
+    if isinstance(v, ast.BinOp) and isinstance(v.op, (ast.Add, ast.Sub)):
+        return any(isinstance(o, ast.Name) and o.id == x for o in (v.left, v.right))
+    if isinstance(v, ast.ListComp) and isinstance(v.elt, ast.BinOp):
+        return isinstance(v.elt.op, ast.Add) and any(x in _name_set(g.iter) for g in v.generators)
+    return False
 
 
 def _updates(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
@@ -507,6 +598,7 @@ def mark_loops(src: Source) -> list[LoopSite]:
                         _updates(stmt),
                         _calls(stmt, defined, aliases),
                         stmt.end_lineno or stmt.lineno,
+                        carried(stmt),
                     )
                 )
                 for inner in _statement_lists(stmt):
