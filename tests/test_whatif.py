@@ -103,7 +103,7 @@ def test_a_retraced_python_number_passed_as_a_tensor_removes_the_tracing(tmp_pat
         tmp_path, "--phases", "timed,hooks,whatif", "--whatif-only", "tensor_args", str(script)
     )
     x = found["tensor_args"]
-    assert x["status"] == "ok", x
+    assert x["status"] in ("ok", "partial"), x
     assert "step" in x["title"] and x["removes"] == ["tracing"]
     assert x["measured_saving_us"] > 0 and x["predicted_saving_us"] > 0
     assert x["variant_us"] < 0.5 * x["baseline_us"]  # a trace per step is most of it
@@ -272,7 +272,7 @@ def test_a_tf_function_step_compiled_with_xla_is_measured_on_the_loop(tmp_path: 
     assert x["removes"] == ["dispatch.per_op"] and x["keeps_results"]
     assert "variables equal the function's" in x["results_check"]  # within XLA's tolerance
     # XLA compiles it on this machine: measured in blocks, with a verdict on the prediction.
-    assert x["status"] == "ok", x
+    assert x["status"] in ("ok", "partial"), x
     assert x["pairs"] >= 1 and x["baseline_us"] > 0 and x["variant_us"] > 0
     # The interval decides: XLA may be no faster on this tiny step (then never a fix).
     assert x["verdict"] in ("holds", "misses", "inconclusive", "slower")
@@ -307,7 +307,7 @@ def test_a_function_retraced_on_new_shapes_gets_reduce_retracing(tmp_path: Path)
     w, found, _ = _whatifs(tmp_path, *only, "--phases", "timed,hooks,whatif", str(script))
     assert "tensor_args" not in found  # no Python number changes
     x = found["reduce_retracing"]
-    assert x["status"] == "ok", x
+    assert x["status"] in ("ok", "partial"), x
     assert x["title"] == "train_step traced with reduce_retracing=True (x change shape)"
     assert x["removes"] == ["tracing"] and x["keeps_results"]
     assert "variables equal the function's" in x["results_check"]
@@ -509,3 +509,33 @@ def test_a_predict_once_every_three_steps_is_measured_over_groups_of_three(tmp_p
     assert x["measured_saving_us"] > 0 and x["verdict"] == (
         "not predicted" if low > 0 else "inconclusive"
     ), x
+
+
+TF1_RANDOM_LOSS = """
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+tf.disable_eager_execution()
+x = tf.placeholder(tf.float32, [64, 8])
+w = tf.Variable(tf.zeros([8, 1]))
+noise = tf.random.uniform([64, 1])  # a random op in the loss, as nce_loss samples classes
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - noise))
+train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    data = np.ones((64, 8), np.float32)
+    for step in range(6000):
+        sess.run([train, loss], feed_dict={x: data})
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_a_native_callable_of_a_random_loss_is_checked_by_its_shapes(tmp_path: Path) -> None:
+    # word2vec's nce_loss samples at every run: the callable what-if failed with "the fetched
+    # tensors differ from session.run's", as two session.run calls differ as much.
+    script = write(tmp_path, "tf1_random.py", TF1_RANDOM_LOSS)
+    _, found, _ = _whatifs(tmp_path, "--phases", "timed,hooks,whatif", str(script))
+    x = found["tf1_callable"]
+    assert x["status"] in ("ok", "partial"), x
+    assert "are random: two session.run calls on the same feeds differ" in x["results_check"]
