@@ -217,7 +217,8 @@ def test_a_pydatasets_python_batches_are_named_not_its_pyfunc_called_compute(
     # Truth (--bench): 24.9 ms a batch as written, 19.9 ms with the batches made once (-20%);
     # __getitem__ alone 7.0 ms; workers=2 no faster on 2 cores.
     script = str(CORPUS / "keras_pydataset_augment.py")
-    out = cli(tmp_path, "--phases", "timed,sampled,framework", script, timeout=400)
+    args = ("--phases", "timed,sampled,framework", "--max-steps", "150")
+    out = cli(tmp_path, *args, script, timeout=400)
     assert out.returncode == 0, out.stderr[-3000:]
     found = _findings(only_run(tmp_path))
     d = found["python_batches"]
