@@ -166,18 +166,23 @@ def test_a_lines_share_is_the_samples_where_there_are_enough_and_a_batch_line_ge
     assert g["hot_line_how"].startswith("the lines phase, its steps 100,000 µs on average")
 
 
-def test_session_runs_overhead_leaves_out_a_named_line_beside_the_call() -> None:
+def test_session_runs_overhead_leaves_out_the_scripts_own_python_between_the_calls() -> None:
     from profiler.diagnoses import performance
 
-    f: dict = {"overhead_us": 600.0, "hot_line_us": 200.0, "hot_line": 115}
-    f.update(hot_line_beside_call=True, hot_line_share_pct=20.0)
+    f: dict = {"overhead_us": 600.0, "hot_line_us": 200.0, "hot_line": 115, "step_us": 1000.0}
+    f.update(hot_line_beside_call=True, hot_line_share_pct=20.0, script_python_us=300.0)
     performance._session_overhead_facts(f)
-    assert f["session_overhead_us"] == 400.0
+    assert f["session_overhead_us"] == 300.0
     assert f["session_overhead_note"] == (
-        ": 200 µs of it is line 115's (below), beside the call; the rest, 400 µs, is "
-        "session.run's per-call machinery"
+        ": 300 µs of it is the script's own Python between the calls, line 115 among it "
+        "(below); the rest, 300 µs, is session.run's per-call machinery"
     )
-    g: dict = {"overhead_us": 600.0, "hot_line_us": 100.0, "hot_line_share_pct": 10.0}
-    performance._session_overhead_facts(g)  # under step_line's 20%: not named, not left out
-    assert g["session_overhead_us"] == 600.0
-    assert g["session_overhead_note"] == ": the rest is session.run's per-call machinery"
+    # No line named: the hooks' Python outside session.run, from a tenth of the step.
+    g: dict = {"overhead_us": 600.0, "step_us": 1000.0, "script_python_us": 150.0}
+    performance._session_overhead_facts(g)
+    assert g["session_overhead_us"] == 450.0
+    assert g["session_overhead_note"].startswith(": 150 µs of it is the script's own Python")
+    h: dict = {"overhead_us": 600.0, "step_us": 1000.0, "script_python_us": 50.0}
+    performance._session_overhead_facts(h)
+    assert h["session_overhead_us"] == 600.0
+    assert h["session_overhead_note"] == ": the rest is session.run's per-call machinery"

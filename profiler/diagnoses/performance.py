@@ -102,6 +102,11 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         f["fetch_value_pct"] = 100 * f["fetch_value_us"] / step if step else None
     if typ["compute"] is not None:
         f["overhead_us"] = step - typ["compute"] - (typ.get("communication") or 0.0)
+    if "python.run" in parts and typ["python"] is not None:
+        # The Python the hooks did not place in session.run (nor the collector): the script's
+        # own, between the calls.
+        named = sum(v for k, v in parts.items() if k.startswith("python."))
+        f["script_python_us"] = max(typ["python"] - named, 0.0)
     if step and typ["python"] is not None and typ["dispatch"] is not None:
         f["python_dispatch_us"] = typ["python"] + typ["dispatch"]
         f["python_dispatch_pct"] = 100 * f["python_dispatch_us"] / step
@@ -636,23 +641,35 @@ def _purpose_facts(
     f["purpose_fix"] = purposes.ADVICE.get(what, "")
 
 
+#: The script's own Python between session.run calls is said apart from session.run's
+#: machinery from this share of the step.
+SCRIPT_PYTHON_SHARE = 0.1
+
+
 def _session_overhead_facts(f: dict[str, Any]) -> None:
-    """``session_overhead_us``: the overhead that is session.run's own, less a line of the
-    script's beside the call that ``step_line`` names (word2vec's ``generate_batch``, 18-25%
-    of a step without the profiler, was "session.run's per-call machinery"), and the words
-    saying so (``session_overhead_note``)."""
+    """``session_overhead_us``: the overhead that is session.run's own, less the script's own
+    Python between the calls (the hooks' Python outside session.run, or a line of the script
+    beside the call that ``step_line`` names), with the words saying so
+    (``session_overhead_note``). word2vec's ``generate_batch`` and ``add_summary``, 18-25% and
+    10% of a step without the profiler, were "session.run's per-call machinery"."""
     overhead = f.get("overhead_us")
     if overhead is None:
         return
     f["session_overhead_us"] = overhead
     f["session_overhead_note"] = ": the rest is session.run's per-call machinery"
-    line_us = f.get("hot_line_us") or 0.0
-    if f.get("hot_line_beside_call") and step_lines.holds(f, 0.0) and 0 < line_us < overhead:
-        f["session_overhead_us"] = overhead - line_us
-        f["session_overhead_note"] = (
-            f": {line_us:,.0f} µs of it is line {f['hot_line']}'s (below), beside the call; the "
-            f"rest, {overhead - line_us:,.0f} µs, is session.run's per-call machinery"
-        )
+    own = float(f.get("script_python_us") or 0.0)
+    line_us = float(f.get("hot_line_us") or 0.0)
+    named = f.get("hot_line_beside_call") and step_lines.holds(f, 0.0) and line_us > 0
+    if named:
+        own = max(own, line_us)
+    if not 0 < own < overhead or (not named and own < SCRIPT_PYTHON_SHARE * f["step_us"]):
+        return
+    where = f", line {f['hot_line']} among it (below)" if named else ""
+    f["session_overhead_us"] = overhead - own
+    f["session_overhead_note"] = (
+        f": {own:,.0f} µs of it is the script's own Python between the calls{where}; the rest, "
+        f"{overhead - own:,.0f} µs, is session.run's per-call machinery"
+    )
 
 
 def _tracing_in_calls(f: Facts) -> bool:
