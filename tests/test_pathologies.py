@@ -442,6 +442,28 @@ def test_a_recurrent_loop_is_not_told_to_vectorise_and_sibling_loops_are_named_t
     assert "Vectorise" not in f["inner_fix"]
 
 
+def test_inner_loops_each_under_a_tenth_of_the_step_name_the_largest_and_fire_nothing():
+    # A collector-bound script's loops each held a few per cent of its step: grouping found
+    # none at a tenth, and the run ended in an IndexError.
+    script = {
+        "auto_step": {
+            "chosen_line": 30,
+            "loops": [
+                {"line": 12, "end_line": 14, "function": "build", "iterations": 400,
+                 "timed": 400, "mean_us": 20.0},
+                {"line": 16, "end_line": 17, "function": "build", "iterations": 400,
+                 "timed": 400, "mean_us": 10.0},
+                {"line": 30, "end_line": 33, "function": "<module>", "iterations": 40,
+                 "timed": 40, "mean_us": 5_000.0},
+            ],
+        }
+    }  # fmt: skip
+    f: dict = {"step_us": 5_000.0, "python_dispatch_pct": 70.0, "label": "c.py"}
+    loops.loop_facts(f, _trace(script))
+    assert f["inner_line"] == 12 and f["inner_share_pct"] == pytest.approx(4.0)
+    assert not loops.RULES[0].when(f)
+
+
 def test_the_state_a_loop_carries_from_one_iteration_to_the_next():
     import ast
 

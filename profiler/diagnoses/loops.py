@@ -85,7 +85,7 @@ def loop_facts(f: dict[str, Any], trace: Any) -> None:
                 o is not x and o[0]["line"] < x[0]["line"] <= (o[0].get("end_line") or 0)
                 for o in group
             )
-        ]
+        ] or [best]  # no loop of the function holds a tenth: the best one alone
     lp, _, per_step = group[0]
     share = min(sum(x[1] for x in group), 1.0)
     f["inner_line"] = lp["line"]
