@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# An error in a finding's analysis fails the test (users get the rest of the answer).
+os.environ["PROFILER_STRICT"] = "1"
 #: Artefacts tests keep for a human to look at (screenshots, reports), git-ignored.
 TESTS_OUTPUT = REPO / "tests-output"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.diagnoses.engine import Rule, evaluate
+from profiler.diagnoses.engine import STRICT_ENV, Rule, evaluate
 from profiler.model import PhaseRecord, Segment, Window, WorkDecl, WorkloadTrace
 
 RULE = Rule(
@@ -29,6 +29,27 @@ def test_rule_is_silent_below_its_condition_without_facts_or_for_another_subject
     assert evaluate([RULE], "workload", [{"name": "a", "step_us": None, "share": 0.9}]) == []
     assert evaluate([RULE], "workload", [{"name": "a", "share": 0.9}]) == []
     assert evaluate([RULE], "pair", [{"name": "a", "step_us": 1.0, "share": 0.9}]) == []
+
+
+def test_a_rule_that_raises_costs_its_finding_not_the_others(monkeypatch, capsys):
+    broken = Rule(
+        id="broken",
+        subject="workload",
+        needs=("name",),
+        when=lambda f: f["absent"] > 0,
+        message="never",
+        fix="",
+    )
+    facts = [{"name": "a", "step_us": 190.4, "share": 0.84}]
+    monkeypatch.setenv(STRICT_ENV, "")
+    (d,) = evaluate([broken, RULE], "workload", facts)
+    assert d.rule == "slow"
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("profiler: a finding on a could not be worked out (KeyError at ")
+    assert err.endswith("it is left out, the measurements are kept") and "\n" not in err
+    monkeypatch.setenv(STRICT_ENV, "1")  # the test suite's setting: the error ends the run
+    with pytest.raises(KeyError):
+        evaluate([broken, RULE], "workload", facts)
 
 
 def test_a_template_may_only_use_declared_facts():

@@ -12,7 +12,7 @@ case study's); otherwise the rule says what to try.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from profiler.analysis import purposes, stats
@@ -23,7 +23,7 @@ from profiler.diagnoses import loops as loop_rules
 from profiler.diagnoses import memory as memory_rules
 from profiler.diagnoses import py_in_step as py_rules
 from profiler.diagnoses import step_lines
-from profiler.diagnoses.engine import Diagnosis, Facts, Rule, evaluate, ranked
+from profiler.diagnoses.engine import Diagnosis, Facts, Rule, evaluate, guarded, ranked
 from profiler.model import median_ns
 
 
@@ -119,22 +119,26 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
             f[f"{key}_variant_us"] = pair["variant_us"]
             if pair["variant_us"]:
                 f[f"{key}_speedup"] = pair["baseline_us"] / pair["variant_us"]
-    _retrace_facts(f, trace)
-    _growth_facts(f, trace, wa)
-    _epoch_facts(f, trace, wa)
-    _compute_facts(f, trace)
-    input_rules.input_facts(f, parts, trace)
-    call_rules.call_facts(f, trace)
-    call_rules.fit_facts(f, trace)
-    loop_rules.loop_facts(f, trace)
-    step_lines.step_line_facts(f, trace)
-    _session_overhead_facts(f)
-    py_rules.py_facts(f, trace)
-    _trend_facts(f, trace, wa)
-    _slow_facts(f, trace)
-    _graph_slow_facts(f)
-    memory_rules.memory_facts(f, trace)
-    gc_rules.gc_facts(f, trace)
+    families: tuple[Callable[[], None], ...] = (
+        lambda: _retrace_facts(f, trace),
+        lambda: _growth_facts(f, trace, wa),
+        lambda: _epoch_facts(f, trace, wa),
+        lambda: _compute_facts(f, trace),
+        lambda: input_rules.input_facts(f, parts, trace),
+        lambda: call_rules.call_facts(f, trace),
+        lambda: call_rules.fit_facts(f, trace),
+        lambda: loop_rules.loop_facts(f, trace),
+        lambda: step_lines.step_line_facts(f, trace),
+        lambda: _session_overhead_facts(f),
+        lambda: py_rules.py_facts(f, trace),
+        lambda: _trend_facts(f, trace, wa),
+        lambda: _slow_facts(f, trace),
+        lambda: _graph_slow_facts(f),
+        lambda: memory_rules.memory_facts(f, trace),
+        lambda: gc_rules.gc_facts(f, trace),
+    )
+    for family in families:
+        guarded(spec.name, family)
     f["step_function"] = _step_function(trace)
     sweep = ((experiments or {}).get("sweep") or {}).get(spec.name) or {}
     fit = sweep.get("fit")
@@ -1283,10 +1287,14 @@ def diagnose(
     workload's own loop quotes what it measured."""
     from profiler.diagnoses import job as job_rules
 
-    all_facts = [f for f in (facts(w, experiments) for w in workloads) if f is not None]
+    all_facts = [
+        f
+        for w in workloads
+        if (f := guarded(w.outcome.spec.name, facts, w, experiments)) is not None
+    ]
     found = evaluate(RULES, "workload", all_facts)
     # A workload with no time split (a script that ran out of memory) still gets its growth.
-    unattributed = memory_rules.unattributed_facts(workloads)
+    unattributed = guarded("the run", memory_rules.unattributed_facts, workloads) or []
     if unattributed:
         found += evaluate(memory_rules.RULES, "workload", unattributed)
     measured = {w.name: {m.id: m for m in getattr(w, "whatifs", ())} for w in workloads}
@@ -1311,7 +1319,7 @@ def diagnose(
             for m in ms:
                 d = dataclasses.replace(d, fix=f"{d.fix} {measured_sentence(m)}")
         out.append(d)
-    out += job_rules.diagnose(job)
+    out += guarded("the job", job_rules.diagnose, job) or []
     # A finding whose advice the loop refuted still says where the time goes, after the rest.
     return sorted(ranked(out), key=lambda d: d.refuted)
 
