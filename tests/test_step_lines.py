@@ -166,6 +166,72 @@ def test_a_lines_share_is_the_samples_where_there_are_enough_and_a_batch_line_ge
     assert g["hot_line_how"].startswith("the lines phase, its steps 100,000 µs on average")
 
 
+def test_a_line_whose_samples_the_typical_step_cannot_hold_is_named_as_a_few_long_calls() -> None:
+    # CS20's logistic regression: next_batch, 3.4 µs a call, copies its whole 172 MB training
+    # set at each epoch's end (37-700 ms once in 429 steps). The samples put it at 36% "of
+    # each step, 307 µs of the 861 µs step", where the typical step had 11 µs of the script's
+    # own Python between the session.run calls (measured without the profiler: 8-11% of the
+    # mean step, 3.4 µs of the median one).
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance, step_lines
+    from profiler.model import Frame, LineStat, Sample, Segment, Window
+    from profiler.model.records import LinesData
+
+    us = 1_000
+    src = "X_batch, Y_batch = mnist.train.next_batch(batch_size)"
+    lines = (LineStat("/w/cs20.py", 101, "<module>", 10, 10 * 300 * us, src),)
+    window = Window("lines", (Segment(0, tuple(i * 1000 * us for i in range(11))),))
+    rec = SimpleNamespace(lines=lines, window=window, data=LinesData(10, ("<module>",)))
+    main = (Frame("<module>", "/w/cs20.py", 101), Frame("next_batch", "/w/cs20.py", 40))
+    run = (Frame("<module>", "/w/cs20.py", 102), Frame("run", "/site/session.py", 900))
+    # 1,000 steps: 999 of 800 µs and one of 400 ms (the epoch's copy).
+    ends = [0]
+    for d in [800 * us] * 999 + [400_000 * us]:
+        ends.append(ends[-1] + d)
+    sampled = SimpleNamespace(
+        samples=[Sample(main, 75, "main"), Sample(run, 135, "main")],
+        window=Window("sampled", (Segment(0, tuple(ends)),)),
+    )
+    phases = {"lines": rec, "sampled": sampled}
+    trace = SimpleNamespace(
+        script={"path": "/w/cs20.py", "detection": {"source": "session_run"}},
+        phase=phases.get,
+    )
+    f: dict = {"step_us": 861.0, "script_python_us": 11.0, "overhead_us": 460.0}
+    step_lines.step_line_facts(f, trace)
+    assert f["hot_line_rare"] and f["hot_line_share_pct"] == pytest.approx(100 * 75 / 210)
+    mean_factor = (999 * 800 + 400_000) / 1000 / 800  # no timed window: the samples' figure
+    assert f["hot_line_us"] == pytest.approx(861 * 75 / 210 * mean_factor)
+    assert f["hot_line_holds"] == (
+        "36% of the time in the steps, in a few long calls: a typical 861 µs step has 11 µs of "
+        "the script's own Python between the session.run calls"
+    )
+    assert f["hot_line_fix"].startswith("Find what it does once in a while")
+    assert f["hot_line_fix"].endswith(
+        "its time comes in a few long calls (the slow steps), not in every step"
+    )
+    # A timed window whose one slow step (37 ms in 500 of 860 µs) adds less: its figure.
+    timed_ends = [0]
+    for d in [860 * us] * 499 + [37_000 * us]:
+        timed_ends.append(timed_ends[-1] + d)
+    phases["timed"] = SimpleNamespace(window=Window("timed", (Segment(0, tuple(timed_ends)),)))
+    t: dict = {"step_us": 861.0, "script_python_us": 11.0}
+    step_lines.step_line_facts(t, trace)
+    assert t["hot_line_us"] == pytest.approx((37_000 - 860) / 500)
+    assert t["hot_line_holds"].endswith(
+        "; the timed window's slow steps add 72 µs to its mean step"
+    )
+    del phases["timed"]
+    # The session's overhead is not given to that line.
+    performance._session_overhead_facts(f)
+    assert f["session_overhead_us"] == 460.0
+    # The same samples where the typical step's Python can hold them: a line of every step.
+    g: dict = {"step_us": 861.0, "script_python_us": 300.0}
+    step_lines.step_line_facts(g, trace)
+    assert not g["hot_line_rare"] and g["hot_line_holds"].endswith("of the 861 µs step")
+
+
 def test_session_runs_overhead_leaves_out_the_scripts_own_python_between_the_calls() -> None:
     from profiler.diagnoses import performance
 

@@ -663,7 +663,12 @@ def _session_overhead_facts(f: dict[str, Any]) -> None:
     f["session_overhead_note"] = ": the rest is session.run's per-call machinery"
     own = float(f.get("script_python_us") or 0.0)
     line_us = float(f.get("hot_line_us") or 0.0)
-    named = f.get("hot_line_beside_call") and step_lines.holds(f, 0.0) and line_us > 0
+    named = (
+        f.get("hot_line_beside_call")
+        and not f.get("hot_line_rare")
+        and step_lines.holds(f, 0.0)
+        and line_us > 0
+    )
     if named:
         own = max(own, line_us)
     if not 0 < own < overhead or (not named and own < SCRIPT_PYTHON_SHARE * f["step_us"]):
