@@ -436,8 +436,9 @@ def test_a_recurrent_loop_is_not_told_to_vectorise_and_sibling_loops_are_named_t
     assert f["inner_where"] == "the loops at lines 27 and 37 (lossFun) 25, 25 times each"
     assert loops.RULES[0].when(f)
     assert f["inner_fix"].startswith(
-        "Each iteration of the loops at lines 27 and 37 depends on the one before (line 27 "
-        "hands `hs` on; line 37 hands `dhnext` on: a recurrence)"
+        "Keep only the recurrence inside the loops at lines 27 and 37, whose iterations depend "
+        "on the one before (line 27 hands `hs` on; line 37 hands `dhnext` on), so it cannot "
+        "become one call"
     )
     assert "Vectorise" not in f["inner_fix"]
 
@@ -511,3 +512,17 @@ for i in range(num_train):
     assert of(nielsen) == ()  # sums over the samples vectorise
     assert of(cs231n) == ()
     assert of("for i in range(n):\n    h = np.tanh(W @ x[i] + U @ h)\n") == ("h",)
+    # Per-sample SGD over (user, item, rating) triples (a matrix factorisation): the rows
+    # an iteration updates in place are those later samples of that user or item read.
+    mf_sgd = """
+for i, j, r in self.samples:
+    prediction = self.get_rating(i, j)
+    e = r - prediction
+    self.b_u[i] += self.alpha * (e - self.beta * self.b_u[i])
+    self.P[i, :] += self.alpha * (e * self.Q[j, :] - self.beta * self.P[i, :])
+    self.Q[j, :] += self.alpha * (e * self.P[i, :] - self.beta * self.Q[j, :])
+"""
+    assert of(mf_sgd) == ("self.b_u", "self.P", "self.Q")
+    assert of("for x, y in data:\n    counts[y] += 1\n    total += x\n") == ()  # written only
+    own = "for i, x in enumerate(xs):\n    out[i] = f(x)\n    s = s + out[i]\n"
+    assert of(own) == ()  # read at the iteration's own index

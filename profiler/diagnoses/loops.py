@@ -133,12 +133,14 @@ def _fix(group: list[dict[str, Any]], per_step: float) -> str:
             f"{per_step:.0f}× the data for one call's overhead."
         )
     return (
-        f"Each iteration of {loops} depends on the one before ({'; '.join(carried)}: a "
-        "recurrence), so it cannot become one call: take out what does not depend on it (the "
-        "sums over the iterations, such as dW += a @ b.T, as one product of the stacked arrays "
-        "after the loop; the per-item work before the recurrence as one call on all items) and "
-        "keep only the recurrence inside; or run several independent sequences at once (a "
-        "batch dimension), so each call works on all of them."
+        f"Keep only the recurrence inside {loops}, whose iterations depend on the one before "
+        f"({'; '.join(carried)}), so it cannot become one call: take out what does not depend "
+        "on it (the sums over the iterations, such as dW += a @ b.T, as one product of the "
+        "stacked arrays after the loop; the per-item work before the recurrence as one call on "
+        "all items). Or run several independent sequences at once (a batch dimension), so "
+        "each call works on all of them; per-sample updates of shared parameters (stochastic "
+        "gradient descent over the samples) become one update per minibatch, a change of the "
+        "algorithm to check on its loss."
     )
 
 

@@ -446,7 +446,66 @@ def carried(loop: ast.For | ast.AsyncFor | ast.While) -> tuple[str, ...]:
             for t in st.targets:
                 if isinstance(t, (ast.Name, ast.Tuple, ast.List)):
                     assigned |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    found += [b for b in _updated_in_place(loop, simple, plain) if b not in found]
     return tuple(found)
+
+
+def _updated_in_place(
+    loop: ast.For | ast.AsyncFor | ast.While, simple: list[ast.stmt], fresh: set[str]
+) -> list[str]:
+    """Arrays the body updates in place at an index (``P[i, :] += ...``) and reads at an index
+    another iteration can share: per-sample SGD over (user, item, rating) triples reads the
+    rows ``P[i]`` and ``Q[j]`` that earlier samples of that user or item updated. An index is
+    an iteration's own when it is a loop variable of ``range`` or ``enumerate``'s count
+    (``xs[t] = ...`` then ``xs[t]`` read). Arrays made anew in each iteration (``dy =
+    np.copy(...)``; ``dy[k] -= 1``), and those only written (``dW[:, j] += X[i]``, a
+    histogram's ``counts[y] += 1``), carry nothing."""
+    own = _own_indices(loop)
+    updated: list[str] = []
+    for st in simple:
+        targets = (
+            st.targets
+            if isinstance(st, ast.Assign)
+            else [st.target]
+            if isinstance(st, ast.AugAssign)
+            else []
+        )
+        for t in targets:
+            if isinstance(t, ast.Subscript) and isinstance(t.value, (ast.Name, ast.Attribute)):
+                base = ast.unparse(t.value)
+                if base.split(".")[0] not in fresh and base not in updated:
+                    updated.append(base)
+    out = []
+    for base in updated:
+        for st in simple:
+            reads = [
+                n
+                for n in ast.walk(st)
+                if isinstance(n, ast.Subscript)
+                and isinstance(n.ctx, ast.Load)
+                and isinstance(n.value, (ast.Name, ast.Attribute))
+                and ast.unparse(n.value) == base
+            ]
+            if any(not (_name_set(n.slice) & own) for n in reads):
+                out.append(base)
+                break
+    return out
+
+
+def _own_indices(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
+    """The loop variables that differ at every iteration: ``range``'s, ``enumerate``'s count."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return set()
+    it = loop.iter
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "reversed":
+        it = it.args[0] if it.args else it
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
+        return set()
+    if it.func.id == "range":
+        return _name_set(loop.target)
+    if it.func.id == "enumerate" and isinstance(loop.target, ast.Tuple) and loop.target.elts:
+        return _name_set(loop.target.elts[0])
+    return set()
 
 
 def _name_set(node: ast.AST) -> set[str]:
