@@ -197,6 +197,39 @@ def test_locals_globals_attributes_and_items_are_rebound_and_back(main: types.Mo
     assert variants[0].title == whatifs_numpy.TITLE
 
 
+def test_arrays_promoted_back_to_float64_by_the_step_fail_the_what_if_with_the_operands(
+    main: types.ModuleType,
+):
+    # A numpy L-layer net kept its 0/1 labels int64: float32 - int64 is float64, its weights
+    # went back to float64 at the first update, and the blocks timed a loop of both
+    # precisions ("slower, not a fix", where float32 throughout was 1.9x faster).
+    g = vars(main)
+    g["W"] = np.ones((200, 100))
+    g["Y"] = np.ones((1, 200), dtype=np.int64)
+    v = whatifs_numpy.numpy_float32(g)
+    assert not isinstance(v, str)
+    v.on()
+    assert g["W"].dtype == np.float32
+    g["W"] = g["W"] - 0.1 * g["Y"][0, :100]  # the step's update, with Y int64
+    assert g["W"].dtype == np.float64
+    v.off()
+    assert v.errors == [
+        "float32 did not hold through the steps: W were float64 again after a block, promoted "
+        "by an operand of the step (integer arrays beside them: Y); a float32 step needs those "
+        "as float32 too (labels and masks included)"
+    ]
+    # Arrays that stayed float32 through the block: no error.
+    g2 = {"W": np.ones((200, 100))}
+    vars(main).clear()
+    vars(main).update(g2, __file__=SCRIPT)
+    ok = whatifs_numpy.numpy_float32(vars(main))
+    assert not isinstance(ok, str)
+    ok.on()
+    vars(main)["W"] = vars(main)["W"] * 0.5
+    ok.off()
+    assert ok.errors == [] and vars(main)["W"].dtype == np.float64
+
+
 def test_locals_that_cannot_be_rebound_are_named(
     main: types.ModuleType, monkeypatch: pytest.MonkeyPatch
 ):

@@ -263,11 +263,36 @@ def numpy_float32(script_globals: dict[str, Any] | None) -> Variant | str:
     def off() -> None:
         wanted = set(converted)
         try:
-            back = [(s, a) for s in slots() if s.label in wanted and _float32(a := s.get())]
+            now = [(s, s.get()) for s in slots() if s.label in wanted]
+            if not variant.errors:
+                promoted(sorted({s.label for s, a in now if _float64(a)}))
+            back = [(s, a) for s, a in now if _float32(a)]
             _rebind(back, np.float64)
         except Exception as exc:  # recorded; the step runs on with what the names hold
             variant.errors.append(error_line(exc))
         converted.clear()
+
+    def promoted(again: list[str]) -> None:
+        # Arrays float64 again after the block: an operand of the step promoted them (0/1
+        # labels kept as int64 in a numpy L-layer net: float32 - int64 is float64, and the
+        # weights went back to float64 at the first update). The blocks then time a loop of
+        # both precisions, converting between them (1.16x slower, where float32 throughout
+        # was 1.9x faster): not float32's effect.
+        if not again:
+            return
+        ints = sorted(
+            {
+                s.label
+                for s in slots()
+                if isinstance(a := s.get(), np.ndarray) and a.dtype.kind in "iu"
+            }
+        )
+        by = f" (integer arrays beside them: {_names(ints)})" if ints else ""
+        variant.errors.append(
+            f"float32 did not hold through the steps: {_names(again)} were float64 again "
+            f"after a block, promoted by an operand of the step{by}; a float32 step needs "
+            "those as float32 too (labels and masks included)"
+        )
 
     variant = Variant(
         NUMPY_FLOAT32,
@@ -286,6 +311,10 @@ def numpy_float32(script_globals: dict[str, Any] | None) -> Variant | str:
     return variant
 
 
+def _names(labels: list[str]) -> str:
+    return ", ".join(labels[:6]) + (" ..." if len(labels) > 6 else "")
+
+
 def _title(left: set[str]) -> str:
-    names = ", ".join(sorted(left)[:6]) + (" ..." if len(left) > 6 else "")
+    names = _names(sorted(left))
     return f"{TITLE}; left float64 (a running function's locals that could not be rebound): {names}"
