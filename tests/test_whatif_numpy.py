@@ -257,12 +257,53 @@ def test_small_or_absent_float64_arrays_give_the_reason(main: types.ModuleType):
     assert isinstance(why, str) and "100 elements" in why and "10,000" in why
 
 
-def test_it_is_the_only_candidate_and_runs_by_default(main: types.ModuleType):
+def test_the_numpy_what_ifs_are_the_only_candidates_and_run_by_default(main: types.ModuleType):
+    import threadpoolctl
+
     vars(main)["X"] = np.ones((200, 100))
-    found, not_run = whatifs.candidates(None, vars(main), allow_all=False)  # type: ignore[arg-type]
-    # It may change results, but only by float32 rounding in its blocks (BOUNDED_CHANGE).
-    assert [v.id for v in found] == ["numpy_float32"] and not_run == []
-    assert not found[0].keeps_results and "float32 precision" in found[0].results_note
-    found, not_run = whatifs.candidates(None, vars(main), allow_all=True)  # type: ignore[arg-type]
-    assert [v.id for v in found] == ["numpy_float32"] and not_run == []
-    assert "numpy_float32" in whatifs.ids()
+    numpy_ids = ["numpy_float32", "numpy_blas_one_thread"]
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        found, not_run = whatifs.candidates(None, vars(main), allow_all=False)  # type: ignore[arg-type]
+        # float32 may change results, but only by float32 rounding in its blocks
+        # (BOUNDED_CHANGE); BLAS's threads change only the order of its sums.
+        assert [v.id for v in found] == numpy_ids and not_run == []
+        assert not found[0].keeps_results and "float32 precision" in found[0].results_note
+        assert found[1].keeps_results
+        found, not_run = whatifs.candidates(None, vars(main), allow_all=True)  # type: ignore[arg-type]
+        assert [v.id for v in found] == numpy_ids and not_run == []
+    assert set(numpy_ids) <= set(whatifs.ids())
+
+
+def test_blas_on_one_thread_in_the_blocks_and_its_threads_back_after(main: types.ModuleType):
+    import threadpoolctl
+
+    from profiler.capture import whatifs_blas
+
+    g = vars(main)
+    g["x"] = np.ones((8, 8))
+    assert whatifs_blas.numpy_blas_one_thread() == (
+        "the script's float arrays hold 64 elements in all (fewer than 10,000: BLAS runs calls "
+        "that small on one thread)"
+    )
+    g["W"] = np.ones((200, 100))
+
+    def blas_threads() -> int:
+        return max(
+            i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"
+        )
+
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        assert blas_threads() == 2
+        v = whatifs_blas.numpy_blas_one_thread()
+        assert not isinstance(v, str) and v.keeps_results and v.removes == ()
+        assert v.check.endswith("ran 2 threads as written, one in the variant's blocks")
+        for _ in range(2):  # blocks of a pair, then the next pair's
+            v.on()
+            v.on()  # twice in a row (a pair ending with the variant, the next beginning so)
+            assert blas_threads() == 1
+            assert float((g["W"] @ g["W"].T).sum()) == 200 * 200 * 100.0
+            v.off()
+            assert blas_threads() == 2
+        assert v.errors == []
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        assert whatifs_blas.numpy_blas_one_thread() == "numpy's BLAS already runs on one thread"

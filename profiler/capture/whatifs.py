@@ -52,7 +52,7 @@ EAGER_FUNCTION = "eager_function"
 
 def ids() -> tuple[str, ...]:
     """Every what-if's id, in the order they run."""
-    from profiler.capture import whatifs_calls, whatifs_data, whatifs_numpy
+    from profiler.capture import whatifs_blas, whatifs_calls, whatifs_data, whatifs_numpy
 
     return (
         TF1_CALLABLE,
@@ -67,6 +67,7 @@ def ids() -> tuple[str, ...]:
         whatifs_data.TF_DATA_PREFETCH,
         whatifs_data.TF_DATA_PARALLEL,
         whatifs_numpy.NUMPY_FLOAT32,
+        whatifs_blas.NUMPY_BLAS_ONE,
     )
 
 
@@ -117,7 +118,7 @@ def candidates(
     """The what-ifs that apply to this run (results-changing ones only with ``allow_all``;
     only those in ``only`` if given), and (id, why not) for the others. A script without
     TensorFlow gets the numpy what-if alone (``profiler.capture.whatifs_numpy``)."""
-    from profiler.capture import whatifs_calls, whatifs_data, whatifs_numpy
+    from profiler.capture import whatifs_blas, whatifs_calls, whatifs_data, whatifs_numpy
 
     found: list[Variant] = []
     not_run: list[tuple[str, str]] = []
@@ -139,7 +140,8 @@ def candidates(
     ]
     if "tensorflow" not in sys.modules:  # the TensorFlow fixes have nothing to apply to
         builders = [
-            (whatifs_numpy.NUMPY_FLOAT32, lambda: whatifs_numpy.numpy_float32(script_globals))
+            (whatifs_numpy.NUMPY_FLOAT32, lambda: whatifs_numpy.numpy_float32(script_globals)),
+            (whatifs_blas.NUMPY_BLAS_ONE, whatifs_blas.numpy_blas_one_thread),
         ]
     for key, build in builders:
         if only is not None and key not in only:
