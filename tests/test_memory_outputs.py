@@ -216,6 +216,31 @@ def test_growth_too_thin_to_fit_is_said_not_measured() -> None:
     assert focus_view.memory_line({"name": "tf1_gd"}) == ""  # not a script: nothing to say
 
 
+def test_growth_measured_in_the_early_steps_only_with_no_cause_is_not_called_growth() -> None:
+    # A Keras fit beside a busy process: "grows by 597.1 KB a step", its clean steps all in
+    # the first half after the warm-up, no cause seen, no finding; quiet: "no growth".
+    m = {"first_mb": 596.0, "last_mb": 676.0, "peak_mb": 913.0, "peak_step": 71, "steps": 216}
+    m.update(growth_bytes_per_step=611_430.0, growth_interval=[60_109.0, 1_740_800.0])
+    m.update(grows=True, late=False, causes=[])
+    line = focus_view.memory_line({"memory": m})
+    assert "grows by" not in line
+    assert line.endswith(
+        "; it rose by 597.1 KB a step after the warm-up (95%: 58.7 KB to 1.7 MB) in the early "
+        "steps only: no steps later in the run were free of the phases to tell growth from an "
+        "allocator filling up, which rises early and levels off."
+    )
+    assert focus_view.growth_text(m).startswith("rose by 597.1 KB a step in the early steps only")
+    # Measured late too, or with its cause: growth.
+    assert "; it grows by 597.1 KB a step" in focus_view.memory_line(
+        {"memory": {**m, "late": True}}
+    )
+    caused = {**m, "causes": [{"kind": "container", "label": "history", "per_step": 1.0}]}
+    assert "; it grows by" in focus_view.memory_line({"memory": caused})
+    # A summary before "late" was recorded (schema 9) reads as it did.
+    old = {k: v for k, v in m.items() if k != "late"}
+    assert "; it grows by" in focus_view.memory_line({"memory": old})
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_the_memory_chart_renders_in_chromium_without_console_errors(doc, tmp_path) -> None:

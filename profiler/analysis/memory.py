@@ -503,6 +503,7 @@ def to_json(m: Memory | None) -> dict[str, Any] | None:
         if m.growth_low is not None
         else None,
         "grows": m.grows,
+        "late": m.late,
         "steps": m.steps,
         "last_step": m.last_step,
         "projected_mb": mb(m.projected_bytes) if m.projected_bytes is not None else None,
