@@ -197,6 +197,36 @@ def test_a_finding_holding_far_more_than_the_measured_fix_leads_the_verdict() ->
     assert focus_view.verdict_rule(card, {"whatif": []}) == "compute_bound"
 
 
+def test_xla_does_not_measure_the_per_call_fix_of_an_overhead_bound_function() -> None:
+    # keras-io's custom training loop: 67% of a 1.39 ms step is the tf.function call's
+    # overhead; XLA measured 286 µs less. Several steps a call were 2.2x faster without the
+    # profiler (XLA 1.3x): the per-call fix leads, XLA is "another fix".
+    from profiler.diagnoses.performance import WHATIF_FOR
+
+    assert "function_jit" not in WHATIF_FOR.get("overhead_bound_function", ())
+    card = {
+        "split": [
+            {"category": "feed_fetch", "label": "feed/fetch", "us": 567.0, "share": 0.41,
+             "measured": True},
+        ],
+        "findings": [
+            {"rule": "overhead_bound_function", "cost_us": 934.0, "message": "overhead",
+             "fix": "Run several steps per tf.function call (a loop over tf.range(k) inside "
+             "it), or larger batches."},
+        ],
+    }  # fmt: skip
+    xla = {"id": "function_jit", "title": "XLA", "measured_saving_us": 286.1,
+           "baseline_us": 1278.0, "variant_us": 980.6, "verdict": "misses"}  # fmt: skip
+    text = focus_view._verdict(card, {"whatif": [xla]})
+    assert (
+        "the top fix, predicted from this run's figures: Run several steps per tf.function" in text
+    )
+    assert text.endswith(
+        "another fix, measured on your loop: XLA, 286.1 µs less per step, 1.3× faster."
+    )
+    assert focus_view.verdict_rule(card, {"whatif": [xla]}) == "overhead_bound_function"
+
+
 def test_an_inconclusive_what_if_says_so_and_never_not_a_fix() -> None:
     # 41.2 ms -> 33.8 ms whose interval spans zero: said "inconclusive", not "no measurable
     # change ... not a fix" (a newcomer read that as a measured no-change).
