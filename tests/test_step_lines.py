@@ -222,6 +222,17 @@ def test_a_line_whose_samples_the_typical_step_cannot_hold_is_named_as_a_few_lon
     assert t["hot_line_holds"].endswith(
         "; the timed window's slow steps add 72 µs to its mean step"
     )
+    # A timed window without any of its long calls: the samples' figure, said so.
+    phases["timed"] = SimpleNamespace(
+        window=Window("timed", (Segment(0, tuple(i * 860 * us for i in range(501))),))
+    )
+    e: dict = {"step_us": 861.0, "script_python_us": 11.0}
+    step_lines.step_line_facts(e, trace)
+    assert e["hot_line_us"] == pytest.approx(f["hot_line_us"])
+    assert e["hot_line_holds"].endswith(
+        f"; the timed window had none of its long calls, the sampled one {f['hot_line_us']:,.0f} "
+        "µs a step"
+    )
     del phases["timed"]
     # The session's overhead is not given to that line.
     performance._session_overhead_facts(f)

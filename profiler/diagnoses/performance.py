@@ -1295,11 +1295,7 @@ def diagnose(
     workload's own loop quotes what it measured."""
     from profiler.diagnoses import job as job_rules
 
-    all_facts = [
-        f
-        for w in workloads
-        if (f := guarded(w.name, facts, w, experiments)) is not None
-    ]
+    all_facts = [f for w in workloads if (f := guarded(w.name, facts, w, experiments)) is not None]
     found = evaluate(RULES, "workload", all_facts)
     # A workload with no time split (a script that ran out of memory) still gets its growth.
     unattributed = guarded("the run", memory_rules.unattributed_facts, workloads) or []

@@ -192,9 +192,12 @@ def step_line_facts(f: dict[str, Any], trace: Any) -> None:
         # read 1.3 ms a step where they took 0.1-0.5 ms without the profiler).
         sampled_us = share * f["step_us"] * mean_factor
         excess = _slow_excess_us(trace)
-        f["hot_line_us"] = min(sampled_us, excess) if excess is not None else sampled_us
+        f["hot_line_us"] = min(sampled_us, excess) if excess else sampled_us
         added = (
             f"; the timed window's slow steps add {excess:,.0f} µs to its mean step"
+            if excess
+            else "; the timed window had none of its long calls, the sampled one "
+            f"{sampled_us:,.0f} µs a step"
             if excess is not None
             else ""
         )
