@@ -86,12 +86,14 @@ def _sentence(w: Mapping[str, Any]) -> str:
             f"{dist['outlier_factor']:g}× the median hold {100 * dist['outlier_share']:.0f}% "
             "of the time"
         )
-        others, cores = dist.get("others_cores"), int(dist.get("cores") or 0)
-        if others is not None and cores and others >= BUSY_OTHERS_CORES:
-            text += (
-                f"; other processes kept {others:.1f} of this machine's {cores} cores busy "
-                "meanwhile: a step that waits for a core is slow too"
-            )
+    others, cores = dist.get("others_cores"), int(dist.get("cores") or 0)
+    if others is not None and cores and others >= BUSY_OTHERS_CORES:
+        # Said whether or not slow steps stand out: beside a busy process every step can be
+        # slower (a numpy net's 10 ms step read 416 ms, its BLAS threads waiting for a core).
+        text += (
+            f"; other processes kept {others:.1f} of this machine's {cores} cores busy "
+            "meanwhile: a step that waits for a core is slow too"
+        )
     return text + ")."
 
 

@@ -79,6 +79,11 @@ def test_a_steady_loop_beside_a_busy_process_gets_no_trend_finding(tmp_path: Pat
     # The busy process's spinning core is the other processes' load the step sentence quotes.
     dist = doc["workloads"][0]["distribution"]
     assert dist["cores"] == os.cpu_count() and dist["others_cores"] >= 0.8, dist
+    # ... said with the step's time, slow steps or not.
+    from profiler.reports import focus_view
+
+    sentence = focus_view._sentence(doc["workloads"][0])
+    assert f"other processes kept {dist['others_cores']:.1f} of this machine's" in sentence
 
 
 @pytest.mark.noise
