@@ -539,3 +539,18 @@ def test_a_native_callable_of_a_random_loss_is_checked_by_its_shapes(tmp_path: P
     x = found["tf1_callable"]
     assert x["status"] in ("ok", "partial"), x
     assert "are random: two session.run calls on the same feeds differ" in x["results_check"]
+
+
+def test_fetched_summaries_compare_as_bytes_beside_the_numbers() -> None:
+    # A TF1 conv net fetching its merged summaries with the loss: the callable what-if ended
+    # in "ValueError: could not convert string to float: b'\n\x15\n\x0esummaries/loss...'".
+    import numpy as np
+
+    from profiler.capture.whatifs import _max_difference, _scale
+
+    summary = np.asarray(b"\n\x15\n\x0esummaries/loss\x15\x0b\xf1")
+    loss = np.float32(-2.5)
+    assert _max_difference([summary, loss], [summary, np.float32(-2.5)]) == 0.0
+    assert _max_difference([summary, loss], [summary, np.float32(-2.0)]) == 0.5
+    assert _max_difference([summary, loss], [np.asarray(b"other"), loss]) == float("inf")
+    assert _scale([summary, loss]) == 2.5 and _scale([summary]) == 1.0

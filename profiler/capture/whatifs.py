@@ -303,7 +303,7 @@ def tf1_callable(driver: StepDriver) -> Variant | str:
         got = probe(*fed)
         want = session.run(fetch_names, feed_dict=dict(zip(keys, fed, strict=True)))
         worst = _max_difference(got, want)
-        scale = max(float(np.max(np.abs(np.asarray(b, dtype=float)))) for b in want) or 1.0
+        scale = _scale(want)
         same = worst <= CHECK_RTOL * scale
         variant.check = (
             f"the fetched tensors ({', '.join(fetch_names)}) equal session.run's on the same "
@@ -357,17 +357,37 @@ def tf1_callable(driver: StepDriver) -> Variant | str:
 
 
 def _max_difference(a: list[Any], b: list[Any]) -> float:
-    """The largest absolute difference between two lists of fetched arrays."""
+    """The largest absolute difference between two lists of fetched arrays; a fetch that is
+    not numbers (a merged summary's serialized bytes) is 0 where equal, else infinite."""
     import numpy as np
 
-    return max(
-        (
-            float(np.max(np.abs(np.asarray(x, dtype=float) - np.asarray(y, dtype=float))))
-            if np.size(x)
-            else 0.0
-            for x, y in zip(a, b, strict=True)
-        ),
-        default=0.0,
+    def one(x: Any, y: Any) -> float:
+        x, y = np.asarray(x), np.asarray(y)
+        if not _numeric(x) or not _numeric(y):
+            return 0.0 if np.shape(x) == np.shape(y) and np.array_equal(x, y) else float("inf")
+        if not x.size:
+            return 0.0
+        return float(np.max(np.abs(x.astype(float) - y.astype(float))))
+
+    return max((one(x, y) for x, y in zip(a, b, strict=True)), default=0.0)
+
+
+def _numeric(x: Any) -> bool:
+    kind = getattr(getattr(x, "dtype", None), "kind", "")
+    return bool(kind) and kind in "biufc"
+
+
+def _scale(values: list[Any]) -> float:
+    """The largest magnitude among the numeric fetches (1.0 without any)."""
+    import numpy as np
+
+    arrays = [np.asarray(v) for v in values]
+    return (
+        max(
+            (float(np.max(np.abs(a.astype(float)))) for a in arrays if _numeric(a) and a.size),
+            default=0.0,
+        )
+        or 1.0
     )
 
 

@@ -73,6 +73,10 @@ class Request:
     n: int
     marks: list[int]
     wrap: StepWrapper | None = None
+    #: Ends the request at the first boundary ``max_ns`` after it began once ``min_n`` steps
+    #: are done (0: no time limit): steps far slower than planned.
+    max_ns: int = 0
+    min_n: int = 0
 
 
 @dataclass
@@ -319,6 +323,8 @@ class StepDriver:
         self._req: Request | None = None
         self._end = 0
         self.left = 0
+        self._deadline = _FAR
+        self._min_end = 0
         self.append: Callable[[int], Any] = self.first.marks.append
         self._arm(self.first, stamp=False)
 
@@ -359,7 +365,7 @@ class StepDriver:
         self.ends.append(t)
         self.done += 1
         self.left -= 1
-        if self.left <= 0:
+        if self.left <= 0 or (t >= self._deadline and self.done >= self._min_end):
             self._event(t)
 
     def detector(self, name: str) -> Detector:
@@ -394,6 +400,10 @@ class StepDriver:
 
     def _arm(self, req: Request | None, stamp: bool = True) -> None:
         self._req = req
+        self._deadline = _FAR
+        if req is not None and req.max_ns:
+            self._deadline = self.clock() + req.max_ns
+            self._min_end = self.done + req.min_n
         if req is None:
             self.wrap = None
             # Only the last boundary is kept once the schedule is done: no list grows.
@@ -415,7 +425,7 @@ class StepDriver:
         stop = self.max_steps is not None and self.done >= self.max_steps
         if stop and not self.ended:
             self.ended, self.end_reason = True, "max_steps"
-        if self._req is not None and (self.done >= self._end or stop):
+        if self._req is not None and (self.done >= self._end or stop or t >= self._deadline):
             self._req = None
             self.close_wrap()
             self.to_schedule.put((DONE, None))
@@ -621,13 +631,22 @@ class ScriptLoop(Loop):
             raise LoopEnded("the script ended before its first step")
         return marks
 
-    def run(self, n: int, marks: list[int], clock: Clock, wrap: StepWrapper | None = None) -> None:
-        """Have the script run ``n`` steps, appending each boundary to ``marks``."""
+    def run(
+        self,
+        n: int,
+        marks: list[int],
+        clock: Clock,
+        wrap: StepWrapper | None = None,
+        max_ns: int = 0,
+        min_n: int = 0,
+    ) -> None:
+        """Have the script run ``n`` steps, appending each boundary to ``marks`` (fewer where
+        ``max_ns`` ran out after ``min_n`` steps: ``Request``)."""
         d = self.driver
         if d.ended:
             raise LoopEnded(f"the script ended after {d.done} steps")
         self.requests += 1
-        d.to_script.put((RUN, Request(n, marks, wrap)))
+        d.to_script.put((RUN, Request(n, marks, wrap, max_ns, min_n)))
         self._wait()
         self.steps_done = d.done
         if len(marks) < 2 and d.ended:

@@ -102,12 +102,14 @@ class ScriptWindows(Windows):
         self.purpose = "the first step"
         #: The threads' CPU over the last timed window (``profiler.capture.threads``).
         self.cpu: ThreadCpu | None = None
+        #: The timed window's time limit and its fewest steps (``TIMED_CAP_FACTOR``).
+        self.timed_cap: tuple[int, int] = (0, 0)
 
-    def segment(self, n: int, wrap: Any) -> Segment:
+    def segment(self, n: int, wrap: Any, max_ns: int = 0, min_n: int = 0) -> Segment:
         first = self.loop.steps_done
         marks = [self.clock()]
         try:
-            self.loop.run(n, marks, self.clock, wrap)
+            self.loop.run(n, marks, self.clock, wrap, max_ns, min_n)
         except LoopEnded as exc:
             raise ScriptEnded(str(exc)) from None
         seg = Segment(first_step=first, boundaries_ns=tuple(marks))
@@ -141,7 +143,8 @@ class ScriptWindows(Windows):
             self.segment(rewarm, wrap)
             self.purpose = f"{phase}: re-warm steps to window"
         start = thread_cpu.read() if phase == "timed" else None
-        seg = self.segment(n, wrap)
+        cap = self.timed_cap if phase == "timed" else (0, 0)
+        seg = self.segment(n, wrap, *cap)
         if start is not None:
             self.cpu = thread_cpu.window(start, thread_cpu.read())
         self.progress({"workload": self.name, "phase": phase, "done": seg.n_steps, "total": n})
@@ -193,6 +196,15 @@ RATE_MAX_HZ = 500
 RATE_NATIVE_MAX_HZ = 300
 NEED_STEPS: dict[str, int] = {"timed": 5, "sampled": 3, "framework": 3, "hooks": 3, "lines": 3}
 NEED_S: dict[str, float] = {"timed": 0.1, "framework": 0.05, "hooks": 0.1, "lines": 0.1}
+#: The timed window ends, after its floor of steps, once it has taken this many times its
+#: planned time (at least ``TIMED_CAP_MIN_S``): steps far slower than those the plan was made
+#: from. A DQN's first 1,000 steps return before training (12 µs), then each trains (200 ms):
+#: its timed window of 43,170 steps took all 2,128 of the run's, and every other phase got none.
+TIMED_CAP_FACTOR = 10
+TIMED_CAP_MIN_S = 2.0
+#: Steps at the end of a timed window cut by its time limit that give the step's time to plan
+#: the next phases with (its median is the fast steps').
+LATE_STEPS = 10
 #: Re-warm steps after a phase is installed: about this long, at least 2.
 REWARM_S = 0.15
 #: A script's warm-up: about ``WARMUP_S`` of steps after the first, between ``WARMUP_MIN`` and
@@ -463,6 +475,9 @@ class Schedule:
         # an instrumented window then has its neighbour before it already.
         fresh = False
         after = ""
+        # Each plan sets the later phases' budgets to its windows: a timed window cut by its
+        # time limit puts them back, to be planned again at the step's new time.
+        budgets = {p.name: p.budget for p in self.phases}
         for i, phase in enumerate(self.phases):
             if phase.name in deferred:
                 record = PhaseRecord(phase.name, SKIPPED, reason=deferred[phase.name], missed=True)
@@ -495,6 +510,9 @@ class Schedule:
             self.out.params = Params(steps=timed_steps, n=1).as_dict()
             if slot is not None and phase.name == "sampled":
                 self._sample_rate(phase, ctx, slot.window * step_ns)
+            if slot is not None and phase.name == "timed":
+                cap_ns = max(TIMED_CAP_FACTOR * slot.window * step_ns, int(TIMED_CAP_MIN_S * 1e9))
+                self.sched.timed_cap = (cap_ns, SCRIPT_FLOORS["timed"])
             begun = self.driver.done
             record = self._phase(phase, ctx, slot.window if slot else 0)
             # Every step the phase held, its own extra steps after its window included (the
@@ -504,10 +522,14 @@ class Schedule:
                 self.out.missed.append(phase.name)
             self.out.records.append(record)
             if phase.name == "timed" and record.window is not None and record.window.n_steps:
-                # The uninstrumented window is the best estimate of a step from here on.
-                step_ns = self._agree(
-                    "timed_step_ns", median_ns(list(record.window.durations_ns()))
-                )
+                # The uninstrumented window is the best estimate of a step from here on; cut
+                # by its time limit, its last steps are (the slow ones that cut it).
+                durations = list(record.window.durations_ns())
+                if slot is not None and len(durations) < slot.window and not self.driver.ended:
+                    durations = durations[-LATE_STEPS:]
+                    for later in self.phases[i + 1 :]:
+                        later.budget = budgets[later.name]
+                step_ns = self._agree("timed_step_ns", median_ns(durations))
             if instrumented:
                 # The window's neighbour after it (and the next window's before it).
                 nxt = self._next_instrumented(spec, i, deferred)
@@ -665,7 +687,15 @@ class Schedule:
         if record.window is not None:
             window = dataclasses.replace(record.window, gaps=self.sched.take_gaps())
             record = dataclasses.replace(record, window=window)
-            if planned and window.n_steps < planned:
+            if planned and window.n_steps < planned and not d.ended and phase.name == "timed":
+                cut = (
+                    f"the window ended at its time limit after {window.n_steps} of its "
+                    f"{planned} planned steps: the steps took far longer than the first ones"
+                )
+                record = dataclasses.replace(
+                    record, reason=f"{record.reason}; {cut}" if record.reason else cut
+                )
+            elif planned and window.n_steps < planned:
                 cut = f"the script ended after {window.n_steps} of this window's {planned} steps"
                 # No run of the script has more steps than this one had after its warm-up:
                 # a window that took them all is as good as another run would give.
