@@ -520,3 +520,51 @@ def test_a_tensors_eval_between_tf1_training_calls_is_not_a_step(tmp_path: Path)
     # The initialiser's .run() and the 400 training calls; the 5 evaluations are not steps.
     assert s["steps"] == 401, s
     assert detectors["tf1_tensor_eval"]["calls"] == 5, detectors
+
+
+LATE_TRAINING = """
+import numpy as np
+
+rng = np.random.default_rng(0)
+x = rng.random((120, 120)) / 120
+memory = []
+
+
+def act(state):
+    return float((state @ state).sum())
+
+
+def train(state):
+    for _ in range(30):
+        state = np.tanh(state @ state + 0.1)
+    return state
+
+
+for step in range(2600):
+    memory.append(act(x))
+    if len(memory) >= 1500:  # trains only once its replay memory holds 1,500 items
+        x = train(x)
+"""
+
+
+@pytest.mark.slow
+def test_steps_far_slower_than_planned_end_the_timed_window_and_every_phase_runs(
+    tmp_path: Path,
+) -> None:
+    # A DQN's steps before its replay memory filled took 12 µs, then 200 ms each: the timed
+    # window planned from the first (43,170 steps) took all the run's steps, and every other
+    # phase got none. Here: ~90 µs, then ~15 ms a step.
+    script = write(tmp_path, "late.py", LATE_TRAINING)
+    # The loop named (the automatic step's watching may end in either regime).
+    loop = LATE_TRAINING.splitlines().index("for step in range(2600):") + 1
+    out = cli(tmp_path, "--step-line", f"{script.name}:{loop}", str(script))
+    assert out.returncode == 0, out.stderr[-3000:]
+    w = workload(only_run(tmp_path))
+    timed = phase(w, "timed")
+    assert "the window ended at its time limit after" in timed["reason"], timed
+    plan = w["script"]["plan"]["phases"]
+    # The later phases were planned at the slow steps' time, not the first steps'.
+    assert plan["sampled"]["step_us"] > 20 * plan["timed"]["step_us"], plan
+    for name in ("sampled", "lines", "whatif"):
+        assert phase(w, name)["status"] == "ok", phase(w, name)
+    assert len(w["script"].get("runs") or [1]) == 1  # one run of the script did it all
