@@ -168,7 +168,10 @@ def test_the_final_message_names_what_is_missing_and_the_repeat_that_measures_it
     assert rerun.message("ran to its end", [], [], 5.0, 10**9, 35.0) == "ran to its end"
     text = rerun.message("ran", ["lines", "whatif"], [], 40.0, 70 * 10**9, 75.0)
     assert "lines and whatif got no steps" in text and "--repeat 1 measures them" in text
-    assert "about 70 s, beyond this run's budget of 75 s: 1.5x the script's 40.0 s + 15 s" in text
+    assert (
+        "about 70 s more, past this run's budget for all its runs, 75 s: 1.5x the script's "
+        "40.0 s + 15 s" in text
+    )
     thin = rerun.message("ran", ["sampled"], ["sampled"], None, 10**9, None)
     assert "sampled got too few samples to be right" in thin and "budget" not in thin
     both = rerun.message("ran", ["lines", "sampled"], ["lines", "sampled"], None, 10**9, None)

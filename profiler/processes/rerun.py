@@ -179,7 +179,7 @@ def message(
     if words and (last_wall_ns / 1e9) > 0:
         more = (
             f"--repeat 1 measures {_them(missed)} in another run of the script (about "
-            f"{last_wall_ns / 1e9:,.0f} s, beyond this run's budget of {words})"
+            f"{last_wall_ns / 1e9:,.0f} s more, past this run's budget for all its runs, {words})"
         )
     else:
         more = f"--repeat 1 measures {_them(missed)} in another run of the script"
