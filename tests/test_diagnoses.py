@@ -416,6 +416,39 @@ def test_a_graph_growing_in_the_loop_fires_at_half_an_op_a_step_and_a_one_off_do
     assert not rule.when({**f, "ops_per_step": 0.02, "ops_to": 125})  # a saver made once
 
 
+def test_a_growing_graph_is_named_by_the_ops_and_the_line_that_make_them():
+    # CS20's convnet: its test loop makes Softmax, Equal and ArgMax ops at lines 207-208; the
+    # finding said "the loop creates ops (tf.assign, tf.add ... called inside it)".
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    ops = [
+        {
+            "type": "Softmax",
+            "line": 207,
+            "text": "  preds = tf.nn.softmax(logits_batch)",
+            "seen": 20,
+        },
+        {"type": "Equal", "line": 208, "text": "correct = tf.equal(...)", "seen": 20},
+        {"type": "ArgMax", "line": 208, "text": "correct = tf.equal(...)", "seen": 40},
+    ]
+    graph = {"kind": "graph", "label": "the default graph", "steps": [0, 100],
+             "values": [411, 587], "ops": ops}  # fmt: skip
+    memory = {"causes": {"every_s": 0.5, "probes": 9, "errors": 0, "probe_cost_ns": 900,
+                         "grew": [graph]}}  # fmt: skip
+    growth = {"ops_per_step": 1.294, "ops_from": 411, "ops_to": 587}
+    trace = SimpleNamespace(script={"graph_growth": growth, "memory": memory})
+    f: dict = {}
+    performance._growth_facts(f, trace, None)
+    assert f["graph_ops_where"] == (
+        "(Softmax, Equal, ArgMax; line 207: `preds = tf.nn.softmax(logits_batch)`)"
+    )
+    g: dict = {}
+    performance._growth_facts(g, SimpleNamespace(script={"graph_growth": growth}), None)
+    assert g["graph_ops_where"] == "(tf.assign, tf.add ... called inside it)"
+
+
 def test_steps_slowed_by_a_graph_growing_in_the_loop_are_its_cost_and_not_overhead():
     # A course-style TF1 loop running a new tf.square(loss) each iteration: every 2nd
     # session.run builds an executor (7x a normal step, 77% of the loop's time); tracing read

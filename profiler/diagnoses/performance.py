@@ -25,6 +25,7 @@ from profiler.diagnoses import py_in_step as py_rules
 from profiler.diagnoses import step_lines
 from profiler.diagnoses.engine import Diagnosis, Facts, Rule, evaluate, guarded, ranked
 from profiler.model import median_ns
+from profiler.model.memory import GRAPH, Causes
 
 
 def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -263,6 +264,17 @@ def _growth_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         return
     f["ops_per_step"] = growth["ops_per_step"]
     f["ops_from"], f["ops_to"] = growth["ops_from"], growth["ops_to"]
+    f["graph_ops_where"] = "(tf.assign, tf.add ... called inside it)"
+    # The new ops' types and the script's lines that made them, where the memory probes saw
+    # them (a CS20 convnet's test loop makes Softmax, Equal and ArgMax ops at lines 207-208:
+    # the finding said "tf.assign, tf.add ...").
+    causes = Causes.from_json(((trace.script or {}).get("memory") or {}).get("causes"))
+    sites = [o for c in (causes.grew if causes else ()) if c.kind == GRAPH for o in c.ops]
+    if sites:
+        types = ", ".join(dict.fromkeys(o.type for o in sites[:6]))
+        lines = [o for o in sites if o.line is not None]
+        where = f"; line {lines[0].line}: `{lines[0].text.strip()}`" if lines else ""
+        f["graph_ops_where"] = f"({types}{where})"
 
 
 def _step_function(trace: Any) -> str:
@@ -1162,7 +1174,15 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="graph_growth",
         subject="workload",
-        needs=("label", "ops_per_step", "ops_from", "ops_to", "graph_cost_us", "graph_slow"),
+        needs=(
+            "label",
+            "ops_per_step",
+            "ops_from",
+            "ops_to",
+            "graph_cost_us",
+            "graph_slow",
+            "graph_ops_where",
+        ),
         # A steady growth, not a few ops made once mid-run: a loop of two session.run calls
         # an iteration, one making an op, grows 0.5 a step, and 988 ops over 1,976 steps read
         # 0.499 on one run (at a 0.5 floor, no finding).
@@ -1171,8 +1191,8 @@ RULES: tuple[Rule, ...] = (
             and f["ops_to"] - f["ops_from"] >= GRAPH_OPS_GROWTH
         ),
         message="{label}: the session's graph grows by {ops_per_step:g} ops every step "
-        "({ops_from:,} to {ops_to:,} ops): the loop creates ops (tf.assign, tf.add ... called "
-        "inside it), so each session.run extends the graph and sets up a new executor: "
+        "({ops_from:,} to {ops_to:,} ops): the loop creates ops {graph_ops_where}, so each "
+        "session.run that runs them extends the graph and sets up a new executor: "
         "{graph_cost_us:,.0f} µs a step{graph_slow}.",
         fix="Build every op once, before the loop (feed the changing value through a "
         "placeholder), and call graph.finalize() before the loop so any op created later "
