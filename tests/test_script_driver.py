@@ -89,6 +89,34 @@ def test_requests_are_filled_with_back_to_back_steps_and_wrapped() -> None:
     assert loop.steps_done == 6 and d.done == 10 and d.freed
 
 
+def test_a_request_with_a_time_limit_ends_after_its_fewest_steps_once_the_time_is_up() -> None:
+    # A DQN's steps turned 10,000x slower after its replay memory filled: the timed window
+    # planned from the fast ones ends at its time limit (``Request.max_ns``), not after all of
+    # the run's steps.
+    clock = FakeClock(start_ns=1_000_000)
+    d = StepDriver(clock)
+    loop = ScriptLoop(d, work=WorkDecl(1, 1, 1, 0, 0))
+    got: dict[str, Any] = {}
+
+    def sched() -> None:
+        loop.first_segment()
+        got["cut"] = marks = [clock()]
+        loop.run(1_000, marks, clock, None, 10 * STEP, 4)  # 10 steps' time, at least 4 steps
+        got["few"] = marks = [clock()]
+        loop.run(1_000, marks, clock, None, 2 * STEP, 5)  # the time is up first: 5 steps
+        got["plain"] = marks = [clock()]
+        loop.run(3, marks, clock)  # no limit: the next request is not cut
+        loop.finish()
+
+    t = start(sched)
+    script(d, clock, 40)
+    t.join(5)
+    # Steps of ~1,000 ns: the 10th boundary is the first at or past 10 steps' time.
+    assert len(got["cut"]) - 1 == 10
+    assert len(got["few"]) - 1 == 5
+    assert len(got["plain"]) - 1 == 3
+
+
 def test_max_steps_stops_the_script_and_ends_the_requests() -> None:
     clock = FakeClock()
     d = StepDriver(clock, max_steps=5)

