@@ -488,6 +488,7 @@ def test_tf1_graph_code_run_eagerly_says_to_use_graph_mode(tmp_path: Path) -> No
 
 
 TF1_EVAL = """
+import os
 import numpy as np
 import tensorflow.compat.v1 as tf
 
@@ -499,11 +500,15 @@ train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
 norm = tf.reduce_sum(tf.square(w))
 with tf.Session() as sess:
     tf.global_variables_initializer().run()
+    saver = tf.train.Saver()
+    os.makedirs("ckpt", exist_ok=True)
     data = np.ones((64, 8), np.float32)
     for step in range(400):
         sess.run(train, feed_dict={x: data})
         if step % 100 == 0:
             print("norm", norm.eval())
+            saver.save(sess, os.path.join("ckpt", "model"), step)
+    saver.restore(sess, os.path.join("ckpt", "model-300"))
     print("final", norm.eval())
 """
 
@@ -512,14 +517,17 @@ with tf.Session() as sess:
 def test_a_tensors_eval_between_tf1_training_calls_is_not_a_step(tmp_path: Path) -> None:
     # word2vec_basic.py's similarity.eval() every 10,000 steps and its final embeddings'
     # .eval() were steps (3,007 of them for 3,001 training calls and the initialiser).
+    # CS20's convnet's saver.save every 10 steps was a step of its own, as is a restore.
     script = write(tmp_path, "tf1_eval.py", TF1_EVAL)
     out = cli(tmp_path, "--phases", "timed", str(script))
     assert out.returncode == 0, out.stderr[-3000:]
     s = workload(only_run(tmp_path))["script"]
     detectors = s["detection"]["detectors"]
-    # The initialiser's .run() and the 400 training calls; the 5 evaluations are not steps.
+    # The initialiser's .run() and the 400 training calls; the 5 evaluations, the 4
+    # checkpoints and the restore are not steps.
     assert s["steps"] == 401, s
     assert detectors["tf1_tensor_eval"]["calls"] == 5, detectors
+    assert detectors["tf1_saver"]["calls"] == 5, detectors
 
 
 LATE_TRAINING = """

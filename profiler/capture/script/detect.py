@@ -206,6 +206,8 @@ def _arg_name(fn: Any, key: str) -> str:
 
 #: The function through which ``Tensor.eval()`` calls ``session.run``.
 TENSOR_EVAL = "_eval_using_default_session"
+#: The module whose ``Saver.save``/``restore`` call ``session.run`` (a checkpoint, not a step).
+SAVER_FILE = os.path.join("training", "saver.py")
 
 
 def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
@@ -223,10 +225,16 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
         if d.block or ident() != main:
             counter.calls += 1
             return run(self, *args, **kwargs)
-        if counter.steps and sys._getframe(1).f_code.co_name == TENSOR_EVAL:
+        caller = sys._getframe(1).f_code
+        if counter.steps and caller.co_name == TENSOR_EVAL:
             # A tensor's .eval() between the training calls (word2vec's similarity every
             # 10,000 steps, its final embeddings): time between steps, not steps of their own.
             d.detector("tf1_tensor_eval").calls += 1
+            return run(self, *args, **kwargs)
+        if caller.co_filename.endswith(SAVER_FILE):
+            # A checkpoint (CS20's convnet saves every 10 steps, ~50 ms each): time between
+            # the steps, named by the line that calls saver.save, not a step of its own.
+            d.detector("tf1_saver").calls += 1
             return run(self, *args, **kwargs)
         if not d.started:
             d.begin()
