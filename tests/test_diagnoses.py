@@ -447,6 +447,15 @@ def test_a_growing_graph_is_named_by_the_ops_and_the_line_that_make_them():
     g: dict = {}
     performance._growth_facts(g, SimpleNamespace(script={"graph_growth": growth}), None)
     assert g["graph_ops_where"] == "(tf.assign, tf.add ... called inside it)"
+    assert g["graph_rate"] == "1.294 ops every step"
+    # The test loop alone grows it, the last 44 of 136 steady steps: not "every step".
+    part = {**growth, "from_step": 8, "to_step": 144, "grew_from": 100, "grew_to": 144}
+    h: dict = {}
+    performance._growth_facts(h, SimpleNamespace(script={"graph_growth": part}), None)
+    assert h["graph_rate"] == "176 ops in steps 100–144 only, 4 a step there,"
+    # Timed steps that made no op measured no cost: not "0 µs a step".
+    performance._graph_slow_facts(h)
+    assert h["graph_cost_us"] == 0.0 and "not measured" in h["graph_cost"]
 
 
 def test_steps_slowed_by_a_graph_growing_in_the_loop_are_its_cost_and_not_overhead():

@@ -137,6 +137,17 @@ def test_the_census_counts_each_buffer_once_under_its_first_name(main: types.Mod
     assert c.step == 3 and c.rss_bytes == 10**9 and c.cost_ns > 0 and c.errors == 0
 
 
+def test_a_container_of_unlike_items_is_named_by_its_largest(main: types.ModuleType) -> None:
+    # A TF1 Saver's var_list read "list of 27 tf.Variable int32_ref ()" after its first item,
+    # the global step, beside (3136, 1024) weights.
+    main.var_list = [np.int32(0), np.ones((64, 32)), np.ones(10)]
+    (h,) = memory_peak.census(0, 0, 0).holders
+    assert h.item == "items, the largest numpy float64 (64, 32)"
+    main.var_list = [np.ones(10), np.ones(10)]
+    (h,) = memory_peak.census(0, 0, 0).holders
+    assert h.item == "numpy float64 (10,)"
+
+
 def test_a_long_container_is_looked_at_in_part_and_says_so(main: types.ModuleType) -> None:
     n = 3 * memory_peak.MAX_ITEMS
     main.history = [np.ones(10) for _ in range(n)]

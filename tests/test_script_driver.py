@@ -258,3 +258,19 @@ def test_a_jobs_workers_plan_with_the_chiefs_figures(tmp_path: Path) -> None:
     assert chief.agree("warmup_steps", 40) == 40 and other.agree("warmup_steps", 38) == 40
     # A chief that never writes: the worker plans with its own figure.
     assert Agreement(plan, chief=False, wait_s=0.05).agree("timed_step_ns", 7) == 7
+
+
+def test_a_graph_grown_by_part_of_the_run_names_the_steps_that_grew_it() -> None:
+    # CS20's convnet: 100 training steps make no op, its test loop makes 4 a step.
+    from profiler.capture.script.driver import Facts
+
+    facts = Facts()
+    facts.graph_versions = [(s, 411 if s <= 100 else 411 + 4 * (s - 100)) for s in range(0, 145, 4)]
+    growth = facts.graph_growth(8)
+    assert growth is not None
+    assert (growth["from_step"], growth["to_step"]) == (8, 144)
+    assert (growth["grew_from"], growth["grew_to"]) == (100, 144)
+    assert growth["ops_to"] - growth["ops_from"] == 176
+    facts.graph_versions = [(s, 411 + s) for s in range(0, 145, 4)]
+    steady = facts.graph_growth(8)
+    assert steady is not None and (steady["grew_from"], steady["grew_to"]) == (8, 144)

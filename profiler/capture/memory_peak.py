@@ -276,16 +276,24 @@ def holder(name: str, obj: Any, count: _Count, np: Any) -> Holder | None:
     if isinstance(obj, _CONTAINERS) and len(obj):
         n = len(obj)
         items = _items(obj)
-        total, first = 0, None
+        total, largest, big = 0, None, -1
         sizes: list[int] = []
+        kinds: dict[str, None] = {}
         for x in items:
             got = count.item(x, np)
             if got is not None:
                 total += got
                 sizes.append(got)
-                first = x if first is None else first
-        if first is None:
+                kinds[describe(x, np)] = None
+                if got > big:
+                    largest, big = x, got
+        if largest is None:
             return None
+        # Items of one description read as that; others by their largest (a TF1 Saver's
+        # var_list read "27 tf.Variable int32_ref ()" after its first, the global step).
+        item = describe(largest, np)
+        if len(kinds) > 1:
+            item = f"items, the largest {item}"
         if len(items) < n:
             # The items not looked at at the looked-at items' median: items that are views of
             # one array count it once (the first), and scaling the sum by the length counted
@@ -298,7 +306,7 @@ def holder(name: str, obj: Any, count: _Count, np: Any) -> Holder | None:
             what=type(obj).__name__,
             bytes=total + sys.getsizeof(obj),
             count=n,
-            item=describe(first, np),
+            item=item,
             looked=len(items),
         )
     return None

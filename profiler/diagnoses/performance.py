@@ -257,6 +257,11 @@ def _retrace_facts(f: dict[str, Any], trace: Any) -> None:
     )
 
 
+#: A graph that grows over less than this fraction of the steady steps grows in part of the
+#: run only, and the finding names those steps.
+GROWS_SPAN = 0.8
+
+
 def _growth_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
     """A TF1 graph that grows in the loop: ops per step, and the steps' trend."""
     growth = (trace.script or {}).get("graph_growth") or {}
@@ -264,6 +269,17 @@ def _growth_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         return
     f["ops_per_step"] = growth["ops_per_step"]
     f["ops_from"], f["ops_to"] = growth["ops_from"], growth["ops_to"]
+    f["graph_rate"] = f"{growth['ops_per_step']:g} ops every step"
+    start, end = growth.get("grew_from"), growth.get("grew_to")
+    steps = growth.get("to_step", 0) - growth.get("from_step", 0)
+    if start is not None and end is not None and end > start and end - start < GROWS_SPAN * steps:
+        # Only part of the run grows it (CS20's convnet: its test loop, after 100 training
+        # steps that make no op): "every step" and the rate over the whole run were wrong.
+        added = growth["ops_to"] - growth["ops_from"]
+        f["graph_rate"] = (
+            f"{added:,} ops in steps {start:,}–{end:,} only, {added / (end - start):.3g} a step "
+            "there,"
+        )
     f["graph_ops_where"] = "(tf.assign, tf.add ... called inside it)"
     # The new ops' types and the script's lines that made them, where the memory probes saw
     # them (a CS20 convnet's test loop makes Softmax, Equal and ArgMax ops at lines 207-208:
@@ -551,6 +567,13 @@ def _graph_slow_facts(f: dict[str, Any]) -> None:
     less often", which cannot help."""
     tracing = f.get("tracing_us") or 0.0
     f["graph_cost_us"] = tracing
+    # The timed steps may make no op (a graph grown by a test loop after the training): "0 µs
+    # a step" read as a measured cost of none.
+    f["graph_cost"] = (
+        f"{tracing:,.0f} µs a step"
+        if tracing >= 1
+        else "its cost was not measured (under 1 µs a step of tracing in the timed steps)"
+    )
     f["graph_slow"] = ""
     ops, period = f.get("ops_per_step"), f.get("slow_period") or 0
     if not ops or period < 2 or ops * period < GRAPH_OPS_PER_SLOW:
@@ -558,6 +581,7 @@ def _graph_slow_facts(f: dict[str, Any]) -> None:
     if f["slow_excess_us"] <= tracing:
         return
     f["graph_cost_us"] = f["slow_excess_us"]
+    f["graph_cost"] = f"{f['slow_excess_us']:,.0f} µs a step"
     f["graph_slow"] = (
         f" (the steps that run a new op, one in every {period}, take "
         f"{f['slow_factor']:.1f}× a normal step: {f['slow_excess_pct']:.0f}% of the loop's time)"
@@ -1180,8 +1204,10 @@ RULES: tuple[Rule, ...] = (
             "ops_from",
             "ops_to",
             "graph_cost_us",
+            "graph_cost",
             "graph_slow",
             "graph_ops_where",
+            "graph_rate",
         ),
         # A steady growth, not a few ops made once mid-run: a loop of two session.run calls
         # an iteration, one making an op, grows 0.5 a step, and 988 ops over 1,976 steps read
@@ -1190,10 +1216,10 @@ RULES: tuple[Rule, ...] = (
             f["ops_per_step"] >= GRAPH_OPS_PER_STEP
             and f["ops_to"] - f["ops_from"] >= GRAPH_OPS_GROWTH
         ),
-        message="{label}: the session's graph grows by {ops_per_step:g} ops every step "
+        message="{label}: the session's graph grows by {graph_rate} "
         "({ops_from:,} to {ops_to:,} ops): the loop creates ops {graph_ops_where}, so each "
         "session.run that runs them extends the graph and sets up a new executor: "
-        "{graph_cost_us:,.0f} µs a step{graph_slow}.",
+        "{graph_cost}{graph_slow}.",
         fix="Build every op once, before the loop (feed the changing value through a "
         "placeholder), and call graph.finalize() before the loop so any op created later "
         "raises at once.",

@@ -89,7 +89,8 @@ class Holder:
             model's weights, a container's items and its own pointers); a capped container's
             is its looked-at items' bytes scaled to its length.
         count: a container's items, a model's parameters (elements of its weights).
-        item: a container's first counted item (``tf.Tensor float32 ()``).
+        item: a container's items (``tf.Tensor float32 ()``), or ``items, the largest ...``
+            where they differ.
         looked: the items looked at (a container; fewer than ``count`` when capped).
         optimizer_bytes: a model's optimizer's variables (``model.optimizer``), None: none.
     """

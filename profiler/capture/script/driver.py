@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import array
 import collections
+import itertools
 import queue
 import threading
 import time
@@ -173,12 +174,17 @@ class Facts:
         if len(steady) < 2 or steady[-1][0] == steady[0][0]:
             return None
         (s0, v0), (s1, v1) = steady[0], steady[-1]
+        # The steps between which the graph grew (CS20's convnet grows in its test loop
+        # alone, the last 44 of 144 steps).
+        rising = [(a[0], b[0]) for a, b in itertools.pairwise(steady) if b[1] > a[1]]
         return {
             "ops_per_step": round((v1 - v0) / (s1 - s0), 3),
             "from_step": s0,
             "to_step": s1,
             "ops_from": v0,
             "ops_to": v1,
+            "grew_from": rising[0][0] if rising else s0,
+            "grew_to": rising[-1][1] if rising else s1,
         }
 
     @property
