@@ -441,6 +441,12 @@ def test_a_recurrent_loop_is_not_told_to_vectorise_and_sibling_loops_are_named_t
         "become one call"
     )
     assert "Vectorise" not in f["inner_fix"]
+    # A backward loop holding half the step alone still has its forward sibling beside it
+    # (a quiet run read 50% and named line 37 alone; beside a busy process both, 62%).
+    script["auto_step"]["loops"][1]["mean_us"] = 44.2  # 25 x 44.2 / 2206: 50.1%
+    g: dict = {"step_us": 1_000.0, "python_dispatch_pct": 70.0, "label": "m.py"}
+    loops.loop_facts(g, _trace(script))
+    assert g["inner_where"] == "the loops at lines 27 and 37 (lossFun) 25, 25 times each"
 
 
 def test_inner_loops_each_under_a_tenth_of_the_step_name_the_largest_and_fire_nothing():

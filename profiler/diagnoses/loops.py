@@ -65,27 +65,21 @@ def loop_facts(f: dict[str, Any], trace: Any) -> None:
     if not found:
         return
     best = max(found, key=lambda x: x[1])
-    group = [best]
-    if best[1] < MIN_SHARE:
-        # Loops one after the other in the same function, none inside another, that hold the
-        # step together (min-char-rnn's forward and backward loops over its 25 characters,
-        # 37% and 47% of its step: neither was named, "no finding fired").
-        group = sorted(
-            (
-                x
-                for x in found
-                if x[0]["function"] == best[0]["function"] and x[1] >= MIN_GROUPED_SHARE
-            ),
-            key=lambda x: x[0]["line"],
+    # Loops one after the other in the same function, none inside another, that hold the
+    # step together (min-char-rnn's forward and backward loops over its 25 characters,
+    # 37% and 47% of its step: neither was named, "no finding fired"; where the backward
+    # loop read 50%, the forward one was left out, and named beside a busy process).
+    group = sorted(
+        (x for x in found if x[0]["function"] == best[0]["function"] and x[1] >= MIN_GROUPED_SHARE),
+        key=lambda x: x[0]["line"],
+    )
+    group = [
+        x
+        for x in group
+        if not any(
+            o is not x and o[0]["line"] < x[0]["line"] <= (o[0].get("end_line") or 0) for o in group
         )
-        group = [
-            x
-            for x in group
-            if not any(
-                o is not x and o[0]["line"] < x[0]["line"] <= (o[0].get("end_line") or 0)
-                for o in group
-            )
-        ] or [best]  # no loop of the function holds a tenth: the best one alone
+    ] or [best]  # no loop of the function holds a tenth: the best one alone
     lp, _, per_step = group[0]
     share = min(sum(x[1] for x in group), 1.0)
     f["inner_line"] = lp["line"]

@@ -981,7 +981,10 @@ class LoopMarks:
         if self.choose:
             self.chosen = k
             calls = getattr(site, "calls", ())
-            if calls:
+            if calls and not getattr(site, "updates", False):
+                # Where the loop's own body updates the model, no one function is the step:
+                # handson-ml's loop calls random_batch first (numpy), d2l's Accumulator.add,
+                # and tf.function on either froze its batch or could not apply.
                 self.driver.facts.step_function_name = calls[0]
         else:
             self.suggested = k
