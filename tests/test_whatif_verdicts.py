@@ -150,6 +150,13 @@ def test_advice_its_own_what_ifs_measured_no_help_for_is_withdrawn_and_not_the_v
     runs[1] = _measured("keras_steps_16", "holds", 300.0)
     kept = {d.rule: d for d in performance.diagnose([w], None)}["overhead_bound_keras"]
     assert not kept.refuted and kept.fix.startswith("Use spe. Measured on your loop")
+    # A compute-bound step's advice names XLA among other ways: XLA measured slower keeps
+    # the rest, with what was measured (a VAE's fit read "fix: Not the advice here: ...").
+    found[:] = [Diagnosis("compute_bound", "workload", "s.py", "kernels", "Less arithmetic.", 9)]
+    w.whatifs = [_measured("keras_jit", "slower", -200.0)]
+    (kept,) = performance.diagnose([w], None)
+    assert not kept.refuted and kept.fix.startswith("Less arithmetic. Measured on your loop")
+    assert "slower" in kept.fix
     # The answer's first sentence never quotes refuted advice.
     card = {
         "split": [
