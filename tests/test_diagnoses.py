@@ -673,3 +673,35 @@ def test_python_the_steps_graph_calls_is_named_with_its_function_not_as_input() 
     g: dict = {"label": "t.py", "name": "t.py", "step_us": 1_357.0}
     py_in_step.py_facts(g, trace)
     assert "py_step_pct" not in g
+
+
+def test_data_embedded_in_a_tf1_graph_is_named_with_its_first_steps_cost():
+    # CS20's logistic regression: 172 MB of MNIST in the graph through from_tensor_slices;
+    # its first steps took 12.7 s of a 33.4 s run beyond steady ones, and nothing named them.
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    largest = {"name": "normalize_element/component_0", "dtype": "float32",
+               "shape": [55000, 784], "bytes": 172_480_000}  # fmt: skip
+    script = {"graph_constants": {"bytes": 174_680_000, "ops": 60, "largest": largest},
+              "wall_s": 33.4, "steps": 3537}  # fmt: skip
+    wa = SimpleNamespace(one_off=SimpleNamespace(warmup_excess_ns=12_674_000_000))
+    f: dict = {"label": "s.py"}
+    performance._constants_facts(f, SimpleNamespace(script=script), wa)
+    (rule,) = [r for r in performance.RULES if r.id == "graph_constants"]
+    assert rule.when(f) and all(k in f for k in rule.needs if k != "label")
+    text = rule.message.format(**f)
+    assert "the graph holds 175 MB of constants (the largest `normalize_element/component_0`, " \
+        "float32 (55000, 784))" in text  # fmt: skip
+    assert "the first steps took 12.7 s beyond steady ones, 38% of the script's 33.4 s" in text
+    assert f["const_cost_us"] == pytest.approx(12.674e6 / 3537)
+    # First steps as quick as steady ones, or small constants: nothing to say.
+    for quick in (SimpleNamespace(one_off=SimpleNamespace(warmup_excess_ns=500_000_000)), None):
+        g: dict = {}
+        performance._constants_facts(g, SimpleNamespace(script=script), quick)
+        assert "const_mb" not in g
+    small = {**script, "graph_constants": {"bytes": 4_000_000, "ops": 60, "largest": largest}}
+    h: dict = {}
+    performance._constants_facts(h, SimpleNamespace(script=small), wa)
+    assert "const_mb" not in h

@@ -274,3 +274,26 @@ def test_a_graph_grown_by_part_of_the_run_names_the_steps_that_grew_it() -> None
     facts.graph_versions = [(s, 411 + s) for s in range(0, 145, 4)]
     steady = facts.graph_growth(8)
     assert steady is not None and (steady["grew_from"], steady["grew_to"]) == (8, 144)
+
+
+@pytest.mark.tf
+def test_a_tf1_graphs_constants_are_read_from_their_shapes() -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+    import tensorflow as tf
+
+    from profiler.capture.script.driver import Facts
+
+    g = tf.Graph()
+    with g.as_default():
+        tf.constant(np.zeros((300, 100), np.float32), name="data")  # 120,000 bytes
+        tf.constant(np.zeros(10, np.int64))  # 80 bytes
+        tf.constant("a string")  # not counted
+    facts = Facts()
+    assert facts.graph_constants() is None  # no session
+    facts.session = SimpleNamespace(graph=g)
+    got = facts.graph_constants()
+    assert got is not None and got["bytes"] == 120_080
+    assert got["largest"] == {"name": "data", "dtype": "float32", "shape": [300, 100],
+                              "bytes": 120_000}  # fmt: skip

@@ -135,6 +135,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: _trend_facts(f, trace, wa),
         lambda: _slow_facts(f, trace),
         lambda: _graph_slow_facts(f),
+        lambda: _constants_facts(f, trace, wa),
         lambda: memory_rules.memory_facts(f, trace),
         lambda: gc_rules.gc_facts(f, trace),
     )
@@ -151,6 +152,39 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
             fit["a_us"] * 1e3 / fit["b_ns_per_sample"] if fit["b_ns_per_sample"] > 0 else None
         )
     return f
+
+
+#: A TF1 graph holding this many bytes of constants, whose first steps took ``CONST_FIRST_S``
+#: and ``CONST_FIRST_SHARE`` of the script's time beyond steady steps: its data is in the graph.
+CONST_BYTES = 50_000_000
+CONST_FIRST_S = 1.0
+CONST_FIRST_SHARE = 0.1
+
+
+def _constants_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
+    """A TF1 graph that embeds its data as constants, and the first steps' cost beyond steady
+    ones. CS20's logistic regression (its 55,000 MNIST images through
+    ``Dataset.from_tensor_slices`` in the graph): 12.7 s of a 33 s run in its first steps,
+    none of it named; measured here without the profiler, its iterator's first initialisation
+    took 7.7 s, and 0.25 s with the arrays fed through placeholders."""
+    script = trace.script or {}
+    consts = script.get("graph_constants") or {}
+    largest = consts.get("largest")
+    one_off = getattr(wa, "one_off", None)
+    wall, steps = script.get("wall_s") or 0.0, script.get("steps") or 0
+    if not largest or consts.get("bytes", 0) < CONST_BYTES or one_off is None or not steps:
+        return
+    excess_s = one_off.warmup_excess_ns / 1e9
+    if excess_s < CONST_FIRST_S or not wall or excess_s < CONST_FIRST_SHARE * wall:
+        return
+    f["const_mb"] = consts["bytes"] / 1e6
+    shape = ", ".join(str(n) for n in largest["shape"])
+    f["const_largest"] = f"`{largest['name']}`, {largest['dtype']} ({shape})"
+    f["first_excess_s"] = excess_s
+    f["first_excess_pct"] = 100 * excess_s / wall
+    f["script_wall_s"] = wall
+    # Per step, to rank it with the per-step costs: the script's time it takes, spread.
+    f["const_cost_us"] = excess_s * 1e6 / steps
 
 
 def _few_traces(traces: int, steps: int) -> bool:
@@ -1280,6 +1314,30 @@ RULES: tuple[Rule, ...] = (
         "it new input shapes or new Python objects each time (a last partial batch, a new "
         "model, optimizer or dataset built in the loop) and keep them the same.",
         cost="tracing_us",
+    ),
+    Rule(
+        id="graph_constants",
+        subject="workload",
+        needs=(
+            "label",
+            "const_mb",
+            "const_largest",
+            "first_excess_s",
+            "first_excess_pct",
+            "script_wall_s",
+            "const_cost_us",
+        ),
+        when=lambda f: True,
+        message="{label}: the graph holds {const_mb:,.0f} MB of constants (the largest "
+        "{const_largest}): arrays made into graph constants (Dataset.from_tensor_slices or "
+        "tf.constant on numpy arrays) are copied into the session at its first run and again "
+        "by the op that first reads them; the first steps took {first_excess_s:,.1f} s beyond "
+        "steady ones, {first_excess_pct:.0f}% of the script's {script_wall_s:,.1f} s.",
+        fix="Feed the arrays through placeholders: Dataset.from_tensor_slices((x_ph, y_ph)) with "
+        "the arrays in the feed_dict of the iterator's initializer (a tf.Variable initialised "
+        "from a placeholder for a constant the steps read), so the graph holds no copy of the "
+        "data.",
+        cost="const_cost_us",
     ),
     Rule(
         id="one_off_tracing",

@@ -583,6 +583,7 @@ class ScriptRun:
                 if s.calls
             ],
             "graph_growth": d.facts.graph_growth(out.warmup.n_steps),
+            "graph_constants": d.facts.graph_constants(),
             "pipelines": d.facts.pipelines.to_json(),
             "auto_step": self.loops.record() if self.loops is not None else None,
             "keras_calls": {k: v.to_json() for k, v in d.facts.keras_calls.items()},
