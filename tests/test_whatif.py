@@ -5,6 +5,7 @@ loop it does not apply to gets none."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -539,6 +540,48 @@ def test_a_native_callable_of_a_random_loss_is_checked_by_its_shapes(tmp_path: P
     x = found["tf1_callable"]
     assert x["status"] in ("ok", "partial"), x
     assert "are random: two session.run calls on the same feeds differ" in x["results_check"]
+
+
+TF1_ITERATOR_EPOCHS = """
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+tf.disable_eager_execution()
+data = tf.data.Dataset.from_tensor_slices(np.ones((64 * 40, 8), np.float32)).batch(64)
+iterator = tf.data.Iterator.from_structure(
+    tf.data.get_output_types(data), tf.data.get_output_shapes(data)
+)
+init = iterator.make_initializer(data)
+x = iterator.get_next()
+w = tf.Variable(tf.zeros([8, 1]))
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
+train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+epochs = 0
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for epoch in range(150):
+        sess.run(init)
+        try:
+            while True:
+                sess.run([train, loss])
+        except tf.errors.OutOfRangeError:
+            epochs += 1
+print("epochs", epochs)
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_a_native_callable_leaves_an_iterators_end_of_epoch_to_the_script(tmp_path: Path) -> None:
+    # CS20's logistic regression reads its batches from an iterator in the graph and ends
+    # each epoch on OutOfRangeError: the callable what-if ended in "could not be applied:
+    # OutOfRangeError: End of sequence".
+    script = write(tmp_path, "tf1_epochs.py", TF1_ITERATOR_EPOCHS)
+    w, found, stdout = _whatifs(tmp_path, "--phases", "timed,hooks,whatif", str(script))
+    x = found["tf1_callable"]
+    assert x["status"] in ("ok", "partial") and not x["error"], x
+    assert "OutOfRangeError" not in json.dumps(x)
+    assert "epochs 150" in stdout  # every epoch ended where the script ends it
 
 
 def test_fetched_summaries_compare_as_bytes_beside_the_numbers() -> None:
