@@ -217,3 +217,17 @@ def test_option_values_and_workloads_are_not_scripts(parser, tmp_path: Path) -> 
     assert cli.split_script(parser, ["run", "numpy_gd"]) == (["run", "numpy_gd"], [], "")
     assert cli.split_script(parser, ["run", "--", "prog", "-x"]) == (["run"], ["prog", "-x"], "")
     assert cli.split_script(parser, ["list"]) == (["list"], [], "")
+
+
+def test_the_loop_body_is_the_step_when_it_updates_and_its_first_call_is_not_the_step() -> None:
+    # handson-ml's loop calls random_batch (numpy) before its own update: the body is the
+    # step. A loop calling train_step(x) has train_step as its step, though its name reads as
+    # an update.
+    from types import SimpleNamespace
+
+    from profiler.capture.script.source import body_is_step
+
+    assert body_is_step(SimpleNamespace(updates=True, calls=("random_batch", "print_bar")))
+    assert body_is_step(SimpleNamespace(updates=True, calls=("grad",)))
+    assert not body_is_step(SimpleNamespace(updates=True, calls=("train_step",)))
+    assert not body_is_step(SimpleNamespace(updates=False, calls=("random_batch",)))

@@ -48,6 +48,7 @@ from profiler.capture.script.driver import (
     StepDriver,
     arg_key,
 )
+from profiler.capture.script.source import body_is_step
 
 _SESSION = "tensorflow.python.client.session"
 _FUNCTION = "tensorflow.python.eager.polymorphic_function.polymorphic_function"
@@ -981,7 +982,7 @@ class LoopMarks:
         if self.choose:
             self.chosen = k
             calls = getattr(site, "calls", ())
-            if calls and not getattr(site, "updates", False):
+            if calls and not body_is_step(site):
                 # Where the loop's own body updates the model, no one function is the step:
                 # handson-ml's loop calls random_batch first (numpy), d2l's Accumulator.add,
                 # and tf.function on either froze its batch or could not apply.
@@ -1058,7 +1059,7 @@ class LoopMarks:
             "calls": list(getattr(site, "calls", ())) if site is not None else [],
             # Whether the chosen loop's own body updates the model (not only the functions it
             # calls): a fix wrapping its first call would leave the update out.
-            "updates": bool(getattr(site, "updates", False)) if site is not None else False,
+            "updates": body_is_step(site) if site is not None else False,
             "suggested_line": suggested.line if suggested is not None else None,
             "why": self.why,
             # The chosen loop's iterations before its first step, and their time.

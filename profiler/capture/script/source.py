@@ -27,6 +27,7 @@ import re
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: Names the marks call; the script process puts them in the script's globals.
 STEP_FUNCTION = "__profiler_step_function__"
@@ -528,6 +529,17 @@ def _accumulates(st: ast.Assign) -> bool:
     if isinstance(v, ast.ListComp) and isinstance(v.elt, ast.BinOp):
         return isinstance(v.elt.op, ast.Add) and any(x in _name_set(g.iter) for g in v.generators)
     return False
+
+
+def body_is_step(site: Any) -> bool:
+    """Whether the loop's own body is the step: it updates the model, and its first call of
+    the script's functions is not itself the step (``train_step(x)``, whose name reads as an
+    update). The TF walkthrough's loop calls ``grad`` then ``apply_gradients``; handson-ml's
+    calls ``random_batch`` (numpy) first, d2l's ``metric.add``: none of those is the step."""
+    calls = getattr(site, "calls", ())
+    if not getattr(site, "updates", False):
+        return False
+    return not (calls and UPDATE_WORDS.search(calls[0].lower()))
 
 
 def _updates(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
