@@ -522,7 +522,7 @@ class ScriptRun:
 
     # --- the trace --------------------------------------------------------------------------
 
-    def info(self, out: Outcome) -> dict[str, Any]:
+    def info(self, out: Outcome, final: bool = True) -> dict[str, Any]:
         """The trace's ``script`` record (the summary's ``script`` object)."""
         d = self.driver
         e = self.ending
@@ -583,7 +583,9 @@ class ScriptRun:
                 if s.calls
             ],
             "graph_growth": d.facts.graph_growth(out.warmup.n_steps),
-            "graph_constants": d.facts.graph_constants(),
+            # Once, at the end: a partial record is written from the schedule's thread
+            # between windows, where a scan of the graph's ops would be repeated work.
+            "graph_constants": d.facts.graph_constants() if final else None,
             "pipelines": d.facts.pipelines.to_json(),
             "auto_step": self.loops.record() if self.loops is not None else None,
             "keras_calls": {k: v.to_json() for k, v in d.facts.keras_calls.items()},
@@ -665,7 +667,7 @@ class ScriptRun:
             marker_cost_ns=out.marker_cost_ns,
             status=status,
             error=error,
-            script=self.info(out),
+            script=self.info(out, final=status != PARTIAL),
             references=tuple(out.references),
         )
 
