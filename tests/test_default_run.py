@@ -91,10 +91,15 @@ def test_numpy_gd_with_no_options_measures_every_phase_and_names_numpy_overhead(
     # Later runs take the loop the first one chose as their steps, from its first iteration.
     assert w["script"]["auto_step"]["chosen_line"] == 12
     assert w["attribution"]["not_measured"] == {}
-    # The truth: numpy's per-call cost is most of the step, its arithmetic ~15%.
+    # The truth, measured without the profiler (the same loop at 256 rows against 1 row, 5
+    # repeats): the arithmetic is 17-22% of a step, numpy's per-call cost and the interpreter
+    # the rest. The sampled compute also holds the BLAS library's own entry cost of each matrix
+    # product (it runs in the BLAS library), so it may read up to ~10 points above that (CI
+    # once: 30.6% +-9.7 compute, 50.0% dispatch, 19.4% Python).
     share = w["attribution"]["share"]
     half = sampled["data"]["share_interval_pts"] / 100
-    assert share["dispatch"] + half >= 0.5 and share["compute"] - half <= 0.2, share
+    assert share["dispatch"] + half >= 0.4 and share["compute"] - half <= 0.32, share
+    assert share["dispatch"] + share["python"] > 2 * share["compute"], share
     if n >= 50:
         assert _top(w) == "dispatch", w["attribution"]
         rules = {d["rule"] for d in only_diagnoses(tmp_path)}
