@@ -242,13 +242,23 @@ def test_a_pydatasets_python_batches_are_named_not_its_pyfunc_called_compute(
     out = cli(tmp_path, *args, script, timeout=400)
     assert out.returncode == 0, out.stderr[-3000:]
     found = _findings(only_run(tmp_path))
-    d = found["python_batches"]
-    assert "CIFAR10PyDataset.__getitem__" in d["message"], d["message"]
-    assert "Make the batches once" in d["fix"]
+    # Beside other processes the step waits longer for the batches (their thread gets a core
+    # less often: 40-41% of the step with one core kept busy): input-bound then, and the fix
+    # names the same Python, not Keras's adapter around it (it read
+    # "PyDatasetAdapter._get_iterator (py_dataset_adapter.py:280)").
+    if "python_batches" in found:
+        d = found["python_batches"]
+        assert "CIFAR10PyDataset.__getitem__" in d["message"], d["message"]
+        fix = "Make the batches once"
+    else:
+        d = found["input_bound"]
+        assert "(CIFAR10PyDataset.__getitem__ (keras_pydataset_augment.py))" in d["fix"], d
+        fix = "Do the per-sample work once before training"
+    assert fix in d["fix"], d["fix"]
     # Its PyFunc ran beside the steps on tf.data's thread: not among the step's kernels.
     for rule in ("compute_bound", "compute_bound_peak"):
         assert "PyFunc" not in (found.get(rule) or {}).get("message", "")
     assert "kernels_not_arithmetic" not in found
     # The answer opens with the fix, not with "compute-bound".
     verdict = next(ln for ln in out.stdout.splitlines() if ln.startswith("Verdict:"))
-    assert "Make the batches once" in verdict, verdict
+    assert fix in verdict or "CIFAR10PyDataset.__getitem__" in verdict, verdict

@@ -62,8 +62,10 @@ def input_facts(f: dict[str, Any], parts: Mapping[str, float], trace: Any) -> No
     epochs = ((trace.script or {}).get("fit") or {}).get("epochs")
     if not epochs and pipe.get("iterations"):
         epochs = pipe["iterations"]
-    f["input_fix"] = fixes(pipe, f["input_us"], f["rest_us"], epochs, _sampled_python(parts, trace))
-    if stages and stages[0].get("kind") == "from_generator":
+    generator = bool(stages) and stages[0].get("kind") == "from_generator"
+    python = _sampled_python(parts, trace, any_wait=generator)
+    f["input_fix"] = fixes(pipe, f["input_us"], f["rest_us"], epochs, python)
+    if generator:
         generator_facts(f, trace)
 
 
@@ -121,10 +123,13 @@ def describe(stages: Sequence[Mapping[str, Any]]) -> str:
     return " -> ".join(out)
 
 
-def _sampled_python(parts: Mapping[str, float], trace: Any) -> str:
+def _sampled_python(parts: Mapping[str, float], trace: Any, any_wait: bool = False) -> str:
     """The script's own functions tf.data's threads were sampled in, where that Python is part
-    of the input wait (``feed_fetch.input_python``); "" otherwise."""
-    rec = trace.phase("sampled") if "feed_fetch.input_python" in parts else None
+    of the input wait (``feed_fetch.input_python``) or, with ``any_wait``, the input is a
+    generator's (its batches are that Python whatever part the wait was booked to: a Keras
+    PyDataset's ``__getitem__``, not the adapter's ``_get_iterator`` that wraps it); "" else."""
+    wait = "feed_fetch.input_python" in parts or any_wait
+    rec = trace.phase("sampled") if wait else None
     if rec is None or not rec.samples:
         return ""
     return ", ".join(sampling.analyse(rec.samples, top=0).input_functions)
