@@ -262,3 +262,92 @@ def test_a_pydatasets_python_batches_are_named_not_its_pyfunc_called_compute(
     # The answer opens with the fix, not with "compute-bound".
     verdict = next(ln for ln in out.stdout.splitlines() if ln.startswith("Verdict:"))
     assert fix in verdict or "CIFAR10PyDataset.__getitem__" in verdict, verdict
+
+
+def test_long_steps_are_read_over_every_step_of_the_run_not_next_to_a_phase_switch() -> None:
+    import array
+
+    from profiler.capture.script.driver import long_steps
+
+    # 100 steps of 1 ms; an evaluation of 50 ms before steps 30, 60 and 90; a phase switch of
+    # 40 ms before step 45 (an edge), the what-ifs' compile in step 75.
+    ms = 1_000_000
+    durs = [ms] * 100
+    for i in (30, 60, 90):
+        durs[i] += 50 * ms
+    durs[45] += 40 * ms
+    durs[75] += 40 * ms
+    ends, t = array.array("q"), 0
+    for d in durs:
+        t += d
+        ends.append(t)
+    held = {"timed": (10, 40), "sampled": (50, 70), "whatif": (72, 80)}
+    out = long_steps(0, ends, 5, [], [45], held)
+    assert [(r["step"], r["phase"]) for r in out["steps"]] == [
+        (30, "timed"),
+        (60, "sampled"),
+        (90, ""),
+    ]
+    assert out["steps"][0]["us"] == 51_000.0 and out["steps"][0]["median_us"] == 1_000.0
+    # The edge and its neighbours, and the what-ifs' 8 steps.
+    assert out["left_out"] == 3 + 8
+    assert {"phase": "whatif", "from": 72, "to": 80} in out["spans"]
+    # The runner's own work inside a step (a gap starting in it) leaves that step out.
+    runner = [ends[89] + 10]
+    assert [r["step"] for r in long_steps(0, ends, 5, runner, [45], held)["steps"]] == [30, 60]
+
+
+def test_long_steps_at_a_spacing_count_the_instrumented_ones_at_it_only() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import long_steps as rules
+    from profiler.diagnoses.engine import evaluate
+
+    def row(step: int, phase: str, us: float = 40_000.0) -> dict:
+        return {"step": step, "us": us, "median_us": 500.0, "phase": phase}
+
+    # A VAE's loop: evaluations every 300 steps; the sampled window's pauses (1387, 2252) and
+    # a second long step right after one (1801) are not evaluations.
+    steps = [row(300, "timed"), row(600, "timed"), row(900, "")]
+    steps += [row(1200, "sampled", 90_000.0), row(1387, "sampled", 25_000.0)]
+    steps += [row(1800, "sampled"), row(1801, "sampled", 21_000.0), row(2252, "sampled")]
+    record = {"steps": steps, "left_out": 0, "spans": []}
+    trace = SimpleNamespace(
+        script={"long_steps": record, "steps": 3000}, warmup=SimpleNamespace(n_steps=0)
+    )
+    f = {"label": "s.py", "step_us": 500.0}
+    rules.long_facts(f, trace)
+    assert f["long_count"] == 5 and f["long_each_ms"] == pytest.approx(39.5)
+    assert f["long_where"].startswith("one about every 300 steps (steps 300, 600, 900, 1,200")
+    # 5 in 3,000 steps at 39.5 ms against 2,995 steps of 500 µs.
+    assert f["long_pct"] == pytest.approx(100 * 5 * 39.5 / (5 * 39.5 + 2995 * 0.5))
+    (d,) = evaluate(rules.RULES, "workload", [f])
+    assert "5 steps of the run each took 40 ms more than a 500 µs step" in d.message
+    # Without a spacing among the quiet ones, the sampled window's steps are not looked at.
+    record = {"steps": [row(300, ""), row(1000, ""), row(1200, "sampled")], "left_out": 0}
+    record["spans"] = [{"phase": "sampled", "from": 1100, "to": 1600}]
+    g = {"label": "s.py", "step_us": 500.0}
+    rules.long_facts(g, SimpleNamespace(script={"long_steps": record, "steps": 3000}, warmup=None))
+    assert g["long_count"] == 2 and g["long_where"] == "steps 300 and 1,000"
+    assert g["long_pct"] == pytest.approx(100 * 2.4 * 39.5 / (2.4 * 39.5 + 2997.6 * 0.5))
+    # Another finding's steps (a period inside the windows) are not said twice.
+    assert not evaluate(rules.RULES, "workload", [{**f, "slow_period": 300, "slow_excess_pct": 19}])
+
+
+def test_an_evaluation_after_each_epoch_between_two_steps_is_named(tmp_path: Path) -> None:
+    # Truth (--bench, on this machine): the evaluations hold 15-18% of the loop, each 29-42 ms
+    # against a ~450-600 µs step; they run between two calls of train_step, once every 300.
+    out = cli(tmp_path, str(CORPUS / "numpy_eval_each_epoch.py"), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = _findings(only_run(tmp_path))
+    # Inside the windows at their period where three epochs' ends fell in them; else over every
+    # step of the run.
+    if "periodic_slow_steps" in found:
+        d = found["periodic_slow_steps"]
+        assert "one step in every 300 is" in d["message"], d["message"]
+        share = float(re.search(r"they hold (\d+)% of the loop", d["message"]).group(1))
+    else:
+        d = found["long_steps"]
+        assert "one about every 300 steps" in d["message"], d["message"]
+        share = float(re.search(r"(\d+)% of the loop's time", d["message"]).group(1))
+    assert 7 <= share <= 36, d["message"]

@@ -47,6 +47,10 @@ def _judge(truth: dict, doc: dict, answer: str) -> tuple[bool, str, str]:
     missing = [r for r in truth.get("fires") or [] if r not in fired]
     if missing:
         wrong.append(f"did not fire: {', '.join(missing)}")
+    # Either of them is right (inside the windows at a period, or over every step).
+    any_of = truth.get("fires_any") or []
+    if any_of and not fired & set(any_of):
+        wrong.append(f"did not fire: any of {', '.join(any_of)}")
     extra = [r for r in truth.get("silent") or [] if r in fired]
     if extra:
         wrong.append(f"fired: {', '.join(extra)}")

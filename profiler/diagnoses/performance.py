@@ -19,6 +19,7 @@ from profiler.analysis import purposes, stats
 from profiler.diagnoses import calls as call_rules
 from profiler.diagnoses import gc as gc_rules
 from profiler.diagnoses import input as input_rules
+from profiler.diagnoses import long_steps as long_rules
 from profiler.diagnoses import loops as loop_rules
 from profiler.diagnoses import memory as memory_rules
 from profiler.diagnoses import py_in_step as py_rules
@@ -138,6 +139,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: _constants_facts(f, trace, wa),
         lambda: memory_rules.memory_facts(f, trace),
         lambda: gc_rules.gc_facts(f, trace),
+        lambda: long_rules.long_facts(f, trace),
     )
     for family in families:
         guarded(spec.name, family)
@@ -1390,6 +1392,7 @@ RULES: tuple[Rule, ...] = (
     *loop_rules.RULES,
     *memory_rules.RULES,
     *gc_rules.RULES,
+    *long_rules.RULES,
 )
 
 

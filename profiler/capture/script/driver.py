@@ -30,12 +30,13 @@ the result of a ``CALL``.
 from __future__ import annotations
 
 import array
+import bisect
 import collections
 import itertools
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -714,3 +715,68 @@ class ScriptLoop(Loop):
     def finish(self) -> None:
         """The schedule is done: the script runs on with cheap counting only."""
         self.driver.to_script.put((FREE, None))
+
+
+#: A step is long at this multiple of its tenth of the run's median step and this much more
+#: than it (ns): what the loop does once in a while between two steps (an evaluation at an
+#: epoch's end, a checkpoint), not a step a busy machine preempted for a time slice or two.
+LONG_FACTOR = 5.0
+LONG_MIN_NS = 20_000_000
+#: At most this many long steps are recorded (the longest kept).
+LONG_MAX = 200
+
+
+def long_steps(
+    first_ns: int,
+    ends: array.array[int],
+    first_step: int,
+    runner_ns: Sequence[int],
+    edges: Sequence[int],
+    held: Mapping[str, tuple[int, int]],
+) -> dict[str, Any]:
+    """The run's long steps from ``first_step`` on, over every step the script ran (windows or
+    not): ``steps``, each with ``step``, ``us``, ``median_us`` (its tenth of the run's median
+    step) and ``phase`` (the phase that held it, "" for none: its time may be inflated by the
+    instrument); ``left_out``: the steps after the warm-up not looked at. Left out: the steps
+    next to a phase's switch (``edges``: within one step of each), those during which the
+    runner did its own work (``runner_ns``: the windows' gaps' start times), and those the
+    what-ifs held (their variants compile and run another loop)."""
+    n = len(ends)
+    out: dict[str, Any] = {"steps": [], "left_out": 0, "spans": []}
+    if n <= first_step + 1:
+        return out
+    starts = [first_ns, *ends[:-1]]
+    size = max(-(-n // 10), 20)
+    runner = sorted(runner_ns)
+    near = {b + k for b in edges for k in (-1, 0, 1)}
+    skip = near | {i for name, (a, e) in held.items() if name == "whatif" for i in range(a, e)}
+    rows: list[dict[str, Any]] = []
+    left = 0
+    for b in range(0, n, size):
+        durs = [ends[i] - starts[i] for i in range(b, min(b + size, n))]
+        med = sorted(durs)[len(durs) // 2]
+        for j, d in enumerate(durs):
+            i = b + j
+            if i < first_step:
+                continue
+            k = bisect.bisect_left(runner, starts[i])
+            if i in skip or (k < len(runner) and runner[k] <= ends[i]):
+                left += 1
+                continue
+            if d < LONG_FACTOR * med or d - med < LONG_MIN_NS:
+                continue
+            phase = next((name for name, (a, e) in held.items() if a <= i < e), "")
+            rows.append(
+                {
+                    "step": i,
+                    "us": round(d / 1e3, 1),
+                    "median_us": round(med / 1e3, 1),
+                    "phase": phase,
+                }
+            )
+    if len(rows) > LONG_MAX:
+        keep = sorted(rows, key=lambda r: -r["us"])[:LONG_MAX]
+        rows = sorted(keep, key=lambda r: r["step"])
+    out["steps"], out["left_out"] = rows, left
+    out["spans"] = [{"phase": name, "from": a, "to": e} for name, (a, e) in held.items()]
+    return out

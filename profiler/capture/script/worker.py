@@ -54,7 +54,13 @@ from profiler.capture.memory import RssSampler
 from profiler.capture.phases import sampled
 from profiler.capture.schedule import ERROR_TAIL_LINES
 from profiler.capture.script import detect, pipeline, source
-from profiler.capture.script.driver import Interrupted, StepDriver, StopScript, blocks
+from profiler.capture.script.driver import (
+    Interrupted,
+    StepDriver,
+    StopScript,
+    blocks,
+    long_steps,
+)
 from profiler.capture.script.facts import main_source
 from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule
 from profiler.capture.script.spec import ScriptSpec
@@ -593,6 +599,7 @@ class ScriptRun:
             "memory": self.memory_record(),
             "gc": self.gc.record().to_json() if self.gc is not None else None,
             "blocks": self.step_blocks(out),
+            "long_steps": self.long_steps(out),
             "functions_eagerly": _functions_eagerly(),
             "fit": {
                 k: v
@@ -627,6 +634,29 @@ class ScriptRun:
             r["instrumented"] = any(a <= r["to_step"] and r["from_step"] < b for a, b in busy)
             r["unit"] = unit
         return rows
+
+    def long_steps(self, out: Outcome) -> dict[str, Any]:
+        """The run's long steps after the warm-up (``driver.long_steps``), with the phase that
+        held each; the steps next to a phase's switch or holding the runner's work left out."""
+        d = self.driver
+        runner = [g.start_ns for g in out.warmup.gaps]
+        edges = [out.warmup.n_steps]
+        for rec in out.records:
+            if rec.window is None:
+                continue
+            runner += [g.start_ns for g in rec.window.gaps]
+            for seg in rec.window.segments:
+                edges += [seg.first_step - rec.window.rewarm_steps, seg.first_step]
+                edges.append(seg.first_step + seg.n_steps)
+        for ref in out.references:
+            edges += [ref.segment.first_step, ref.segment.first_step + ref.segment.n_steps]
+        for a, e in out.held.values():
+            edges += [a, e]
+        if not d.started:
+            return {"steps": [], "left_out": 0, "spans": []}
+        return long_steps(
+            d.first_start_ns, d.ends.values, out.warmup.n_steps, runner, edges, out.held
+        )
 
     def _count(self) -> str:
         """The steps the script ran, those its loop's watching took before the first step
