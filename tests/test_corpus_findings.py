@@ -297,7 +297,7 @@ def test_long_steps_are_read_over_every_step_of_the_run_not_next_to_a_phase_swit
     assert [r["step"] for r in long_steps(0, ends, 5, runner, [45], held)["steps"]] == [30, 60]
 
 
-def test_long_steps_at_a_spacing_count_the_instrumented_ones_at_it_only() -> None:
+def test_long_steps_count_at_their_period_the_instrumented_windows_included() -> None:
     from types import SimpleNamespace
 
     from profiler.diagnoses import long_steps as rules
@@ -306,30 +306,33 @@ def test_long_steps_at_a_spacing_count_the_instrumented_ones_at_it_only() -> Non
     def row(step: int, phase: str, us: float = 40_000.0) -> dict:
         return {"step": step, "us": us, "median_us": 500.0, "phase": phase}
 
-    # A VAE's loop: evaluations every 300 steps; the sampled window's pauses (1387, 2252) and
-    # a second long step right after one (1801) are not evaluations.
-    steps = [row(300, "timed"), row(600, "timed"), row(900, "")]
-    steps += [row(1200, "sampled", 90_000.0), row(1387, "sampled", 25_000.0)]
-    steps += [row(1800, "sampled"), row(1801, "sampled", 21_000.0), row(2252, "sampled")]
-    record = {"steps": steps, "left_out": 0, "spans": []}
-    trace = SimpleNamespace(
-        script={"long_steps": record, "steps": 3000}, warmup=SimpleNamespace(n_steps=0)
-    )
+    def trace(rows: list[dict]) -> SimpleNamespace:
+        record = {"steps": rows, "left_out": 0, "spans": []}
+        return SimpleNamespace(
+            script={"long_steps": record, "steps": 3000}, warmup=SimpleNamespace(n_steps=0)
+        )
+
+    # Evaluations every 300 steps, in and out of the windows; the sampled window's pauses
+    # (1387, 2252) and a second long step right after one (1801) are not at the period.
+    evals = [row(300, "timed"), row(600, "timed"), row(900, ""), row(1200, "sampled", 90e3)]
+    evals += [row(1500, "sampled"), row(1800, "sampled"), row(2100, ""), row(2400, "")]
+    noise = [row(1387, "sampled", 25e3), row(1801, "sampled", 21e3), row(2252, "sampled")]
     f = {"label": "s.py", "step_us": 500.0}
-    rules.long_facts(f, trace)
-    assert f["long_count"] == 5 and f["long_each_ms"] == pytest.approx(39.5)
-    assert f["long_where"].startswith("one about every 300 steps (steps 300, 600, 900, 1,200")
-    # 5 in 3,000 steps at 39.5 ms against 2,995 steps of 500 µs.
-    assert f["long_pct"] == pytest.approx(100 * 5 * 39.5 / (5 * 39.5 + 2995 * 0.5))
+    rules.long_facts(f, trace(sorted(evals + noise, key=lambda r: r["step"])))
+    assert f["long_period"] == 300 and f["long_count"] == 8
+    assert f["long_each_ms"] == pytest.approx(39.5)
+    assert f["long_where"] == "steps 300, 600, 900, 1,200, 1,500 and 1,800 and 2 more"
+    # One of them every 300 steps of 500 µs.
+    assert f["long_pct"] == pytest.approx(100 * 39.5 / (39.5 + 300 * 0.5))
     (d,) = evaluate(rules.RULES, "workload", [f])
-    assert "5 steps of the run each took 40 ms more than a 500 µs step" in d.message
-    # Without a spacing among the quiet ones, the sampled window's steps are not looked at.
-    record = {"steps": [row(300, ""), row(1000, ""), row(1200, "sampled")], "left_out": 0}
-    record["spans"] = [{"phase": "sampled", "from": 1100, "to": 1600}]
+    assert d.message.startswith(
+        "s.py: one step in every 300 of the run took 40 ms more than a 500 µs step (80× it; "
+    )
+    # Long steps at no period (a busy machine's preempted steps) get none.
     g = {"label": "s.py", "step_us": 500.0}
-    rules.long_facts(g, SimpleNamespace(script={"long_steps": record, "steps": 3000}, warmup=None))
-    assert g["long_count"] == 2 and g["long_where"] == "steps 300 and 1,000"
-    assert g["long_pct"] == pytest.approx(100 * 2.4 * 39.5 / (2.4 * 39.5 + 2997.6 * 0.5))
+    scattered = [row(s, "") for s in (31, 32, 33, 37, 54, 140, 141, 700, 1333, 2001, 2950)]
+    rules.long_facts(g, trace(scattered))
+    assert "long_period" not in g
     # Another finding's steps (a period inside the windows) are not said twice.
     assert not evaluate(rules.RULES, "workload", [{**f, "slow_period": 300, "slow_excess_pct": 19}])
 
@@ -348,6 +351,6 @@ def test_an_evaluation_after_each_epoch_between_two_steps_is_named(tmp_path: Pat
         share = float(re.search(r"they hold (\d+)% of the loop", d["message"]).group(1))
     else:
         d = found["long_steps"]
-        assert "one about every 300 steps" in d["message"], d["message"]
+        assert "one step in every 300 of the run" in d["message"], d["message"]
         share = float(re.search(r"(\d+)% of the loop's time", d["message"]).group(1))
     assert 7 <= share <= 36, d["message"]

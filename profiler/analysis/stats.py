@@ -341,6 +341,11 @@ def slow_steps(durations: Sequence[int], indices: Sequence[int] | None = None) -
     )
 
 
+def period(at: list[int], observed: list[int]) -> tuple[int | None, float, list[int]]:
+    """``_period`` for other analyses: the run's long steps (``diagnoses.long_steps``)."""
+    return _period(at, observed)
+
+
 def _period(at: list[int], observed: list[int]) -> tuple[int | None, float, list[int]]:
     """(the smallest period at which one offset's steps are nearly all slow, the share of
     them that are, those slow steps); (None, the best share, []) without one. ``at`` are the
