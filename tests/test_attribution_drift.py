@@ -269,3 +269,14 @@ def test_a_finding_with_a_fix_worth_a_tenth_of_the_step_leads_over_compute_bound
     # A finding without a fix does not displace it either.
     card["findings"][-1] = {**batches, "fix": "", "cost_us": 50.0}
     assert focus_view.verdict_rule(card, w) == "compute_bound"
+
+
+def test_a_drift_that_moves_the_shares_by_under_a_point_does_not_read_plus_or_minus_zero():
+    from profiler.reports import focus_view
+
+    blocks = [{"median_us": m, "repeat": 0} for m in (24_100.0, 29_200.0)]
+    d = {"large": True, "blocks": blocks, "interval": [1.17, 1.99], "ratio": 1.21}
+    assert "under a point" in focus_view._drift_note({**d, "share_pts": 0.4})
+    assert "±0 points" not in focus_view._drift_note({**d, "share_pts": 0.4})
+    assert ": shares are ±6 points for it" in focus_view._drift_note({**d, "share_pts": 6.2})
+    assert "points" not in focus_view._drift_note({**d, "share_pts": 0.0})
