@@ -368,3 +368,26 @@ def test_the_verdicts_speed_up_is_said_on_the_mean_step_too_where_slow_steps_dom
     # A mean near the median: the one figure.
     w["distribution"] = {"mean_us": 1_500.0, "outliers": 0}
     assert focus_view._verdict(card, w).endswith("841.6 µs less per step, 2.6× faster."), text
+
+
+def test_a_saving_under_two_percent_of_the_step_is_said_apart_not_as_a_fix() -> None:
+    # numpy's BLAS on one thread: 4.4 µs less on a 982 µs step (0.5%), its interval above zero.
+    row = {
+        "id": "numpy_blas_one_thread", "title": "BLAS on one thread", "removes": [],
+        "removes_share": 1.0, "keeps_results": True, "results_note": "", "results_check": "",
+        "status": "ok", "error": "", "block_steps": 138, "pairs": 3, "baseline_us": 982.0,
+        "variant_us": 977.6, "measured_saving_us": 4.4, "resolution_us": 1.0,
+        "predicted_saving_us": None, "predicted_share": None, "tolerance_us": None,
+        "verdict": "not predicted", "interval_us": [1.2, 7.6],
+    }  # fmt: skip
+    summary = {"workloads": [{"name": "s", "label": "s.py", "slug": "s", "status": "ok",
+                              "script": {"path": "s.py"}, "whatif": [row]}]}  # fmt: skip
+    (card,) = focus_view.focus(summary, answered=False)
+    assert card["whatifs"] == []
+    (said,) = card["not_fixes"]
+    assert "less per step (under 2% of the step: too little to count as a fix)" in said["text"]
+    # At 2% or more it is a fix.
+    big = {**row, "measured_saving_us": 30.0, "variant_us": 952.0, "interval_us": [20.0, 40.0]}
+    summary["workloads"][0]["whatif"] = [big]
+    (card,) = focus_view.focus(summary, answered=False)
+    assert [x["title"] for x in card["whatifs"]] == ["BLAS on one thread"]
