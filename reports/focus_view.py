@@ -447,8 +447,22 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
     return f"{head}; no fix found: compute is {_pct(compute)} of the step{peak}."
 
 
+#: A what-if is a fix when it saves at least this share of the step as written: a BLAS
+#: setting measured 4.4 µs less on a 982 µs step (0.5%) read "another fix ... 1.0× faster"
+#: on a quiet run and inconclusive beside a busy process.
+MIN_FIX_SHARE = 0.02
+
+
 def _saves(x: Mapping[str, Any]) -> bool:
-    return x.get("verdict") in ("holds", "misses", "not predicted")
+    return x.get("verdict") in ("holds", "misses", "not predicted") and not _too_small(x)
+
+
+def _too_small(x: Mapping[str, Any]) -> bool:
+    """A measured saving under ``MIN_FIX_SHARE`` of the step as written."""
+    m, base = x.get("measured_saving_us"), x.get("baseline_us")
+    if m is None or not base:
+        return False
+    return bool(0 <= m < MIN_FIX_SHARE * base)
 
 
 def _runs_note(script: Mapping[str, Any], phases: list[Mapping[str, Any]]) -> str:
@@ -533,7 +547,14 @@ def _drift_note(d: Mapping[str, Any] | None) -> str:
         return ""
     lo, hi = d["interval"]
     pts = d.get("share_pts")
-    widened = f": shares are ±{pts:.0f} points for it" if pts else ""
+    # Under half a point rounds to "±0 points", read as no uncertainty at all.
+    widened = (
+        f": shares are ±{pts:.0f} points for it"
+        if pts and pts >= 0.5
+        else ": the shares move by under a point for it"
+        if pts
+        else ""
+    )
     # A few blocks far apart give a bootstrap upper end in the thousands of percent: said as
     # a lower bound only.
     span = (
@@ -593,9 +614,14 @@ def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
             if iv
             else (f" ±{duration(res)}" if res is not None else "")
         )
+        small = (
+            f" (under {100 * MIN_FIX_SHARE:.0f}% of the step: too little to count as a fix)"
+            if _too_small(x)
+            else ""
+        )
         text = (
             f"{duration(abs(m))}{spread} "
-            f"{'less' if m >= 0 else 'more'} per step ({duration(x['baseline_us'])} → "
+            f"{'less' if m >= 0 else 'more'} per step{small} ({duration(x['baseline_us'])} → "
             f"{duration(x['variant_us'])}{speed}); "
             + (
                 f"predicted {duration(p)} ({100 * (x.get('predicted_share') or 0):.0f}% of the "
