@@ -335,6 +335,22 @@ def test_long_steps_count_at_their_period_the_instrumented_windows_included() ->
     assert "long_period" not in g
     # Another finding's steps (a period inside the windows) are not said twice.
     assert not evaluate(rules.RULES, "workload", [{**f, "slow_period": 300, "slow_excess_pct": 19}])
+    # A 4-epoch VAE's evaluations, one of three left out next to a phase's switch: two steps
+    # of over a second at no period, at their rate among the 487 steps looked at.
+    vae = [row(151, "framework", 1_476_000.0), row(451, "", 1_083_000.0), row(300, "sampled")]
+    record = {"steps": vae, "left_out": 99, "spans": []}
+    h = {"label": "s.py", "step_us": 16_240.0}
+    rules.long_facts(
+        h,
+        SimpleNamespace(
+            script={"long_steps": record, "steps": 601}, warmup=SimpleNamespace(n_steps=15)
+        ),
+    )
+    assert h["long_count"] == 2 and h["long_where"] == "steps 151 and 451"
+    each = 1_083_000.0 - 500.0
+    assert h["long_pct"] == pytest.approx(100 * each / (487 / 2 * 16_240.0 + each))
+    (d,) = evaluate(rules.RULES, "workload", [h])
+    assert d.message.startswith("s.py: 2 steps of the run, at no period, each took 1,082 ms more")
 
 
 def test_an_evaluation_after_each_epoch_between_two_steps_is_named(tmp_path: Path) -> None:

@@ -13,11 +13,14 @@ They count where they come at a period (``stats.period``: one offset's steps nea
 beyond what long steps falling anywhere would give: beside a busy process, steps preempted for
 30 ms came 70 times in a 3,000-step run), the instrumented windows' included (an evaluation
 in the sampled window is one; py-spy's pauses and the preempted steps are not at the period).
-Their share of the loop: the median excess of those no phase instrumented (else of all of
-them) against a period of steps at the timed median. The finding fires from ``MIN_LONG`` of
-them holding ``LONG_PCT`` of the loop, and not where another finding names the same steps:
-slow steps at a period inside the windows (``periodic_slow_steps``), a fit's epoch boundaries
-(``per_epoch_cost``), a graph's new ops, the collector's pauses (``garbage_collection``).
+At no period, a few very long ones still count (``MIN_FEW`` of 100 ms and 10x their tenth's
+median, outside the sampled window: no preemption lasts that long), at their rate among the
+steps looked at. Their share of the loop: the median excess of those no phase instrumented
+(else of all of them) against a period (or that rate) of steps at the timed median. The
+finding fires where they hold ``LONG_PCT`` of the loop, and not where another finding names
+the same steps: slow steps at a period inside the windows (``periodic_slow_steps``), a fit's
+epoch boundaries (``per_epoch_cost``), a graph's new ops, the collector's pauses
+(``garbage_collection``).
 """
 
 from __future__ import annotations
@@ -29,8 +32,16 @@ from typing import Any
 from profiler.analysis import stats
 from profiler.diagnoses.engine import Rule
 
-#: Long steps needed for a finding (``stats.period`` needs 3 at its offset).
+#: Long steps needed for a finding at a period (``stats.period`` needs 3 at its offset) ...
 MIN_LONG = 3
+#: ... or, at no period, this many of them each at least ``FEW_MIN_NS`` and ``FEW_FACTOR``
+#: times its tenth's median, in no paused window: a 4-epoch loop's evaluations, one of three
+#: next to a phase's switch, left two; a busy machine's preempted steps read 20-40 ms.
+MIN_FEW = 2
+FEW_MIN_NS = 100_000_000
+FEW_FACTOR = 10.0
+#: The phase whose instrument pauses the process at random moments (py-spy reads a stack).
+PAUSED = "sampled"
 #: Their share of the loop's time worth a finding (%).
 LONG_PCT = 5.0
 
@@ -41,24 +52,46 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
     record = script.get("long_steps") or {}
     rows = record.get("steps") or []
     step_us = f.get("step_us")
-    if len(rows) < MIN_LONG or not step_us or (script.get("fit") or {}).get("steps_per_epoch"):
+    if len(rows) < MIN_FEW or not step_us or (script.get("fit") or {}).get("steps_per_epoch"):
         return
     warm = trace.warmup.n_steps if trace.warmup is not None else 0
     steps = int(script.get("steps") or 0)
     at = [int(r["step"]) for r in rows]
-    p, _, picked = stats.period(at, list(range(warm, steps)))
-    if p is None:
-        return
-    kept = [r for r in rows if int(r["step"]) in set(picked)]
+    p, _, picked = (
+        stats.period(at, list(range(warm, steps)))
+        if len(rows) >= MIN_LONG
+        else (
+            None,
+            0.0,
+            [],
+        )
+    )
+    if p is not None:
+        kept = [r for r in rows if int(r["step"]) in set(picked)]
+        every = float(p)
+        f["long_how"] = f"one step in every {p:,} of the run took"
+    else:
+        kept = [
+            r
+            for r in rows
+            if r["phase"] != PAUSED
+            and r["us"] - r["median_us"] >= FEW_MIN_NS / 1e3
+            and r["us"] >= FEW_FACTOR * r["median_us"]
+        ]
+        looked = steps - warm - int(record.get("left_out") or 0)
+        if len(kept) < MIN_FEW or looked <= len(kept):
+            return
+        every = looked / len(kept)
+        f["long_how"] = f"{len(kept)} steps of the run, at no period, each took"
     # Each one's excess from those no phase instrumented (timed is uninstrumented), else all.
     quiet = [r["us"] - r["median_us"] for r in kept if r["phase"] in QUIET]
     each = median(quiet or [r["us"] - r["median_us"] for r in kept])
     f["long_count"] = len(kept)
-    f["long_period"] = p
+    f["long_period"] = p or 0
     f["long_each_ms"] = each / 1e3
     f["long_factor"] = (each + step_us) / step_us
-    f["long_pct"] = 100 * each / (p * step_us + each)
-    f["long_us"] = each / p
+    f["long_pct"] = 100 * each / (every * step_us + each)
+    f["long_us"] = each / every
     f["long_where"] = _where([int(r["step"]) for r in kept])
     f["long_instrumented"] = not quiet
 
@@ -90,7 +123,7 @@ RULES: tuple[Rule, ...] = (
             "label",
             "step_us",
             "long_count",
-            "long_period",
+            "long_how",
             "long_each_ms",
             "long_factor",
             "long_pct",
@@ -98,8 +131,8 @@ RULES: tuple[Rule, ...] = (
             "long_where",
         ),
         when=lambda f: f["long_pct"] >= LONG_PCT and not _other_finding(f),
-        message="{label}: one step in every {long_period:,} of the run took {long_each_ms:,.0f} ms "
-        "more than a {step_us:,.0f} µs step ({long_factor:,.0f}× it; {long_where}): "
+        message="{label}: {long_how} {long_each_ms:,.0f} ms more than a {step_us:,.0f} µs step "
+        "({long_factor:,.0f}× it; {long_where}): "
         "{long_pct:.0f}% of the loop's time, in work the loop does between two steps once in a "
         "while (an evaluation, a checkpoint, logging, an epoch's data set-up), not in the "
         "steps.",
