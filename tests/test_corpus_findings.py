@@ -370,3 +370,23 @@ def test_an_evaluation_after_each_epoch_between_two_steps_is_named(tmp_path: Pat
         assert "one step in every 300 of the run" in d["message"], d["message"]
         share = float(re.search(r"(\d+)% of the loop's time", d["message"]).group(1))
     assert 7 <= share <= 36, d["message"]
+
+
+def test_long_steps_in_which_a_function_traced_are_the_traces_not_work_between_steps() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import long_steps as rules
+
+    # A last partial batch of every 300-step epoch traces train_step anew (a new shape).
+    rows = [{"step": s, "us": 150_000.0, "median_us": 500.0, "phase": ""} for s in (299, 599, 899)]
+    fns = [{"name": "train_step", "own": True, "calls": 1200, "trace_steps": [0, 299, 599, 899]}]
+    script = {"long_steps": {"steps": rows, "left_out": 0, "spans": []}, "steps": 1200}
+    script["functions"] = fns
+    f = {"label": "s.py", "step_us": 500.0}
+    rules.long_facts(f, SimpleNamespace(script=script, warmup=SimpleNamespace(n_steps=0)))
+    assert "long_count" not in f
+    # Without the traces, they are the loop's.
+    rules.long_facts(
+        f, SimpleNamespace(script={**script, "functions": []}, warmup=SimpleNamespace(n_steps=0))
+    )
+    assert f["long_count"] == 3 and f["long_where"] == "steps 299, 599 and 899"

@@ -50,7 +50,15 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
     """``long_*`` facts from ``script.long_steps``."""
     script = trace.script or {}
     record = script.get("long_steps") or {}
-    rows = record.get("steps") or []
+    # A step in which a tf.function traced is a trace's (the retracing findings' and the
+    # one-off tracing's), not work between two steps: a last partial batch's new shape.
+    traced = {
+        int(s) + k
+        for fn in script.get("functions") or ()
+        for s in fn.get("trace_steps") or ()
+        for k in (-1, 0, 1)
+    }
+    rows = [r for r in record.get("steps") or () if int(r["step"]) not in traced]
     step_us = f.get("step_us")
     if len(rows) < MIN_FEW or not step_us or (script.get("fit") or {}).get("steps_per_epoch"):
         return
