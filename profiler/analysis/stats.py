@@ -324,14 +324,14 @@ def slow_steps(durations: Sequence[int], indices: Sequence[int] | None = None) -
     if len(slow) < 3:
         return None
     at = [idx[j] for j in slow]
-    period, regular, picked = _period(at, idx)
+    found, regular, picked = period(at, idx)
     total = sum(d)
     chosen = set(picked)
-    use = [j for j in slow if idx[j] in chosen] if period else slow
+    use = [j for j in slow if idx[j] in chosen] if found else slow
     excess = sum(d[j] - med for j in use)
     return SlowSteps(
         count=len(use),
-        period=period,
+        period=found,
         regular=regular,
         median_ns=med,
         slow_ns=median_ns([d[j] for j in use]),
@@ -342,11 +342,6 @@ def slow_steps(durations: Sequence[int], indices: Sequence[int] | None = None) -
 
 
 def period(at: list[int], observed: list[int]) -> tuple[int | None, float, list[int]]:
-    """``_period`` for other analyses: the run's long steps (``diagnoses.long_steps``)."""
-    return _period(at, observed)
-
-
-def _period(at: list[int], observed: list[int]) -> tuple[int | None, float, list[int]]:
     """(the smallest period at which one offset's steps are nearly all slow, the share of
     them that are, those slow steps); (None, the best share, []) without one. ``at`` are the
     slow steps' indices, ``observed`` every measured step's (sorted; gaps where no window

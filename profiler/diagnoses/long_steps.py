@@ -67,17 +67,12 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
     warm = trace.warmup.n_steps if trace.warmup is not None else 0
     steps = int(script.get("steps") or 0)
     at = [int(r["step"]) for r in rows]
-    p, _, picked = (
-        stats.period(at, list(range(warm, steps)))
-        if len(rows) >= MIN_LONG
-        else (
-            None,
-            0.0,
-            [],
-        )
-    )
+    p, picked = None, set()
+    if len(rows) >= MIN_LONG:
+        p, _, at_period = stats.period(at, list(range(warm, steps)))
+        picked = set(at_period)
     if p is not None:
-        kept = [r for r in rows if int(r["step"]) in set(picked)]
+        kept = [r for r in rows if int(r["step"]) in picked]
         every = float(p)
         f["long_how"] = f"one step in every {p:,} of the run took"
     else:

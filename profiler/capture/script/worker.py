@@ -639,6 +639,8 @@ class ScriptRun:
         """The run's long steps after the warm-up (``driver.long_steps``), with the phase that
         held each; the steps next to a phase's switch or holding the runner's work left out."""
         d = self.driver
+        if not d.started:
+            return {"steps": [], "left_out": 0, "spans": []}
         runner = [g.start_ns for g in out.warmup.gaps]
         edges = [out.warmup.n_steps]
         for rec in out.records:
@@ -652,8 +654,6 @@ class ScriptRun:
             edges += [ref.segment.first_step, ref.segment.first_step + ref.segment.n_steps]
         for a, e in out.held.values():
             edges += [a, e]
-        if not d.started:
-            return {"steps": [], "left_out": 0, "spans": []}
         return long_steps(
             d.first_start_ns, d.ends.values, out.warmup.n_steps, runner, edges, out.held
         )
