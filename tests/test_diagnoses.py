@@ -149,6 +149,25 @@ def test_epochs_of_one_batch_are_named_and_get_no_per_batch_advice():
     assert "fewer epochs" in d.fix and "steps_per_execution cannot help" in d.fix
 
 
+def test_numpy_per_call_cost_counts_the_python_around_the_calls_against_the_arithmetic() -> None:
+    from profiler.diagnoses import loops
+
+    def fired(compute: float, dispatch: float, python: float) -> bool:
+        f = {"label": "gd.py", "framework": "numpy", "step_us": 10.0, "inner_line": None}
+        f.update(compute_us=compute, dispatch_us=dispatch, python_us=python)
+        return "numpy_per_call" in {d.rule for d in evaluate(loops.RULES, "workload", [f])}
+
+    # CI beside the other test worker read a 256-row gradient-descent step 30% compute, 45%
+    # dispatch, 25% Python (its arithmetic is 17-22% without the profiler).
+    assert fired(3.0, 4.5, 2.5)
+    # Arithmetic at a third or more of the step: the arrays are large enough.
+    assert not fired(3.5, 4.5, 2.0)
+    # Mostly the interpreter, numpy's own cost under its arithmetic: not numpy's per-call cost.
+    assert not fired(3.0, 2.0, 5.0)
+    # numpy's own cost under 40% of the step.
+    assert not fired(1.0, 3.5, 5.5)
+
+
 def test_the_line_that_runs_once_a_period_is_named_in_the_periodic_finding() -> None:
     from types import SimpleNamespace
 

@@ -167,6 +167,52 @@ def test_the_script_ending_mid_request_returns_what_ran() -> None:
     assert got["more"] == "ended"
 
 
+def test_a_variant_on_for_the_steps_is_off_while_the_script_runs_its_code_after_the_loop() -> None:
+    # CI: a float32 what-if block held the script's last steps, and the script's print after
+    # its loop read its weights as float32. The loop's end mark turns the variant off on the
+    # script's thread, before the code after the loop; coming back to the loop turns it on.
+    from profiler.capture.script import detect
+
+    clock = FakeClock()
+    d = StepDriver(clock)
+    loop = ScriptLoop(d, work=WorkDecl(1, 1, 1, 0, 0))
+    line, line_end = detect.step_line_marks(d)
+    state = {"on": False}
+    seen: list[tuple[str, bool]] = []
+    got: dict[str, Any] = {}
+
+    def sched() -> None:
+        loop.first_segment()
+        loop.in_loop_thread(lambda: state.update(on=True))
+        loop.hold(lambda: state.update(on=False), lambda: state.update(on=True))
+        got["a"] = marks = [clock()]
+        loop.run(100, marks, clock)  # more steps than the script's loop holds
+        loop.hold(None)
+        loop.finish()
+
+    t = start(sched)
+    for epoch in range(2):
+        for _ in range(3):
+            line()
+            seen.append((f"step {epoch}", state["on"]))
+            clock.advance(STEP)
+        line_end()
+        seen.append((f"after loop {epoch}", state["on"]))
+    d.script_ended("completed")
+    t.join(5)
+    assert seen == [
+        ("step 0", False),  # the first step, before the schedule turned the variant on
+        ("step 0", True),
+        ("step 0", True),
+        ("after loop 0", False),
+        ("step 1", True),
+        ("step 1", True),
+        ("step 1", True),
+        ("after loop 1", False),
+    ]
+    assert len(got["a"]) == 6 and d.held is None
+
+
 def test_no_step_at_all() -> None:
     d = StepDriver(FakeClock())
     loop = ScriptLoop(d, work=WorkDecl(1, 1, 1, 0, 0))

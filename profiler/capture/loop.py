@@ -226,6 +226,11 @@ class Loop:
         """
         return fn()
 
+    def hold(self, off: Callable[[], Any] | None, on: Callable[[], Any] | None = None) -> None:
+        """A variant on for the coming steps: ``off`` where the script leaves its steps' loop,
+        ``on`` where it comes back (``ScriptLoop.hold``). A built-in workload runs nothing
+        between its steps: nothing to do."""
+
     def loss(self) -> float:
         """Loss on the fixed evaluation set at the current parameters."""
         return float(self.eval_loss(self.params()))

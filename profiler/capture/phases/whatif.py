@@ -229,6 +229,9 @@ class WhatIfPhase(Phase):
                         break
                 for on in (False, True) if pair % 2 == 0 else (True, False):
                     loop.in_loop_thread(v.on if on else v.off)
+                    # The script's own code after the loop runs as written (a float32
+                    # block's last step was the script's: its final print read float32).
+                    loop.hold(v.off, v.on) if on else loop.hold(None)
                     before = rss_bytes()
                     marks = [ctx.clock()]
                     loop.run(n, marks, ctx.clock)
@@ -249,6 +252,7 @@ class WhatIfPhase(Phase):
         except LoopEnded:
             ended = True
         finally:
+            loop.hold(None)
             if not ended:
                 loop.in_loop_thread(v.off)
                 ended = self._settle(ctx, v)

@@ -754,6 +754,8 @@ def step_line_marks(driver: StepDriver) -> tuple[Callable[[], None], Callable[[]
             d.boundary()
         elif not d.started:
             d.begin()
+        else:
+            d.entered_loop()
         in_step = True
         d.open_wrap()
 
@@ -763,6 +765,7 @@ def step_line_marks(driver: StepDriver) -> tuple[Callable[[], None], Callable[[]
             in_step = False
             counter.steps += 1
             d.boundary()
+            d.left_loop()
 
     return __profiler_step_line__, __profiler_step_line_end__
 
@@ -899,6 +902,7 @@ class LoopMarks:
                 self.driver.block -= 1
                 self.counter.steps += 1
                 self.driver.boundary()
+                self.driver.left_loop()
             return
         last = self.last[k]
         if last and (self.candidate[k] or self.tally[k]):
@@ -942,6 +946,8 @@ class LoopMarks:
         else:
             if not d.started:
                 d.begin()
+            else:
+                d.entered_loop()
             # Framework calls inside the loop's steps are part of them, not steps of their own.
             d.block += 1
             self.in_step = True

@@ -347,6 +347,11 @@ class StepDriver:
         self.raw_function_call: Callable[..., Any] | None = None
         #: The script's module globals (a what-if swaps its step function there).
         self.script_globals: dict[str, Any] | None = None
+        #: A variant on for the steps (``profiler.capture.phases.whatif``): (off, on), called on
+        #: the script's thread when it leaves the steps' loop and when it comes back, so the
+        #: script's own code after the loop runs as written.
+        self.held: tuple[Callable[[], Any], Callable[[], Any]] | None = None
+        self.paused = False
         self.wrap: StepWrapper | None = None
         self.ended = False
         self.end_reason = ""
@@ -414,6 +419,28 @@ class StepDriver:
         self.left -= 1
         if self.left <= 0 or (t >= self._deadline and self.done >= self._min_end):
             self._event(t)
+
+    def left_loop(self) -> None:
+        """The script left the steps' loop (its last step ended): a variant on for the steps
+        is turned off until the loop runs again (``held``)."""
+        held = self.held
+        if held is not None and not self.paused:
+            self.paused = True
+            self._call_held(held[0])
+
+    def entered_loop(self) -> None:
+        """The steps' loop runs again after ``left_loop``: the variant is turned back on."""
+        held = self.held
+        if self.paused:
+            self.paused = False
+            if held is not None:
+                self._call_held(held[1])
+
+    def _call_held(self, fn: Callable[[], Any]) -> None:
+        try:
+            fn()
+        except Exception as exc:  # the variant records its own errors; the script goes on
+            self.facts.notes.append(f"a what-if's switch at the loop's edge failed: {exc!r}"[:300])
 
     def detector(self, name: str) -> Detector:
         """The counter of one source of steps (created on first use)."""
@@ -711,6 +738,14 @@ class ScriptLoop(Loop):
         if kind == ERROR:
             raise value
         return value  # type: ignore[no-any-return]
+
+    def hold(self, off: Callable[[], Any] | None, on: Callable[[], Any] | None = None) -> None:
+        """While the steps run with a variant on: ``off`` where the script leaves the steps'
+        loop, ``on`` where it comes back (``StepDriver.left_loop``); ``None`` for none. Set
+        between requests, while the script's thread waits for the schedule."""
+        d = self.driver
+        d.held = (off, on or (lambda: None)) if off is not None else None
+        d.paused = False
 
     def finish(self) -> None:
         """The schedule is done: the script runs on with cheap counting only."""
