@@ -20,6 +20,8 @@ from profiler.reports import charts
 
 #: Findings shown per workload on the first screen.
 TOP_FINDINGS = 3
+#: The finding that names ``other``'s time as the steps' sleep (``profiler.diagnoses.waiting``).
+SLEEP_RULE = "sleep_in_steps"
 
 LABELS = {
     "compute": "compute (kernels)",
@@ -394,7 +396,13 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
         )
     top = split[0]
     other = next((r for r in card["split"] if r["category"] == "other"), None)
-    if other is not None and other["us"] and other["share"] > top["share"]:
+    asleep = any(f.get("rule") == SLEEP_RULE for f in card["findings"])
+    if other is not None and other["us"] and other["share"] > top["share"] and asleep:
+        head = (
+            f"Verdict: {_pct(other)} of the step is asleep in time.sleep, booked as other "
+            f"(the largest part at work: {top['label']} {_pct(top)}{_unmeasured(card)})"
+        )
+    elif other is not None and other["us"] and other["share"] > top["share"]:
         head = (
             f"Verdict: {_pct(other)} of the step is unexplained (the largest measured part: "
             f"{top['label']} {_pct(top)}{_unmeasured(card)})"

@@ -380,7 +380,30 @@ def test_an_evaluation_after_each_epoch_between_two_steps_is_named(tmp_path: Pat
         d = found["long_steps"]
         assert "one step in every 300 of the run" in d["message"], d["message"]
         share = float(re.search(r"(\d+)% of the loop's time", d["message"]).group(1))
-    assert 7 <= share <= 36, d["message"]
+    # Beside the other test worker its steps once read 3.6 ms (7x): the evaluations' 59 ms
+    # were 5% of the loop's time read at that speed.
+    assert (3 if busy else 7) <= share <= 36, d["message"]
+
+
+def test_a_loop_waiting_on_its_loader_threads_queue_is_named_with_the_line_that_waits(
+    tmp_path: Path,
+) -> None:
+    # Truth (no profiler, get() timed): the loop waits in q.get() 81-86% of its time. Before
+    # idle samples were recorded for numpy scripts, the waits were no samples at all and the
+    # answer was the shares of the steps' own work.
+    out = cli(tmp_path, str(CORPUS / "numpy_loader_thread_queue.py"), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = _findings(only_run(tmp_path))
+    d = found["waits_for_batches"]
+    assert "at line 34 of numpy_loader_thread_queue.py (`batch = q.get()`)" in d["message"]
+    share = float(re.search(r"waits for its batches: (\d+)% ±", d["message"]).group(1))
+    # The loader's Python holds the interpreter lock while the steps' numpy calls wait for it,
+    # which the samples book as those calls' dispatch (48% read once on a quiet machine); beside
+    # the other test worker the loader thread gets less of the cores (96% read once).
+    assert share >= 30, d["message"]
+    assert "sleep_in_steps" not in found and "numpy_per_call" not in found
+    (w,) = json.loads((only_run(tmp_path) / "summary.json").read_text())["workloads"]
+    assert w["attribution"]["share"]["feed_fetch"] >= 0.3, w["attribution"]
 
 
 def test_long_steps_in_which_a_function_traced_are_the_traces_not_work_between_steps() -> None:

@@ -83,6 +83,23 @@ TF2_OP = (*DRIVER, py("Model.train_step", "/repo/profiler/workloads/tf2_common.p
 
 #: One stack per row of the table: (stack, the label it must get). The row is the dict key.
 EXAMPLES: dict[str, tuple[tuple[Frame, ...], str]] = {
+    "sleep": (
+        (
+            *NP_STEP,
+            nat("time_sleep", "/usr/lib/libpython3.11.so.1.0"),
+            nat("clock_nanosleep", LIBC),
+        ),
+        "other",
+    ),
+    "queue-wait": (
+        (
+            *NP_STEP,
+            py("Queue.get", "/usr/lib/python3.11/queue.py", 171),
+            py("Condition.wait", "/usr/lib/python3.11/threading.py", 320),
+            nat("0x7f2cd7a9f220", LIBC),
+        ),
+        "feed_fetch",
+    ),
     # libc memcpy inside a numpy kernel: the kernel decides.
     "system-library": (
         (*NP_SUM, nat("PyUFunc_GenericReduction", NUMPY_SO), nat("malloc", LIBC)),

@@ -164,6 +164,45 @@ def test_analysis_without_a_step_driver_uses_every_main_thread_sample() -> None:
 # --- attaching, and failing to -----------------------------------------------------------
 
 
+def test_a_step_asleep_is_other_and_a_wait_on_a_loaders_queue_is_data_in() -> None:
+    # The frames py-spy (--idle --native) gave a numpy loop sleeping at its line 17 and one
+    # waiting for a loader thread's batch at its line 34.
+    libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+    libpy = "/usr/lib/libpython3.11.so.1.0"
+    script = "/home/me/train.py"
+    asleep = (
+        SEGMENT,
+        LOOP,
+        Frame("<module>", script, 17),
+        Frame("time_sleep", libpy, native=True),
+        Frame("clock_nanosleep", libc, native=True),
+    )
+    queued = (
+        SEGMENT,
+        LOOP,
+        Frame("<module>", script, 34),
+        Frame("Queue.get", "/usr/lib/python3.11/queue.py", 171),
+        Frame("Condition.wait", "/usr/lib/python3.11/threading.py", 320),
+        Frame("0x7f2cd7a9f220", libc, native=True),
+    )
+    work = (
+        SEGMENT,
+        LOOP,
+        Frame("<module>", script, 20),
+        Frame("DOUBLE_add", NUMPY_SO, native=True),
+    )
+    assert rules.match(asleep) == rules.Match("other", rules.SLEEP, 4)
+    assert rules.match(queued).label == "feed_fetch"
+    assert rules.match(queued).rule == rules.QUEUE_WAIT
+    a = sampling.analyse(
+        (Sample(asleep, 6, "main"), Sample(queued, 3, "main"), Sample(work, 1, "main"))
+    )
+    assert a.by_label["other"] == 6 and a.by_label["feed_fetch"] == 3
+    assert a.asleep == [((script, 17, "<module>"), 6)]
+    # The line that waits is the script's, outside queue.py and threading.py.
+    assert a.queued == [((script, 34, "<module>"), 3)]
+
+
 def test_attach_to_an_exited_process_is_unavailable_not_a_crash(tmp_path: Path) -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
@@ -246,7 +285,7 @@ def test_numpy_gd_sampled_run_finds_compute_between_10_and_50_percent(numpy_run)
     assert outcome.status == "ok", outcome.error
     rec = outcome.trace.phase("sampled")
     assert rec.status == "ok", rec.reason
-    assert rec.data.native is True and rec.data.idle is False
+    assert rec.data.native is True and rec.data.idle is True
     assert rec.data.rate_hz == tracing_runs.NUMPY_RATE_HZ
     entry = summary.workload_summary(analyse_workload(outcome))
     _validate_workload_entry(entry)

@@ -67,6 +67,12 @@ class Analysis:
     #: innermost frame of the script's own code in them (``function (file)``).
     input_python: int = 0
     input_functions: dict[str, int] = field(default_factory=dict)
+    #: Samples inside steps asleep (``rules.SLEEP``), per innermost Python frame (file, line,
+    #: function) that called the sleep, most first.
+    asleep: list[tuple[tuple[str, int, str], int]] = field(default_factory=list)
+    #: Likewise for the samples waiting on a queue or a pool (``rules.QUEUE_WAIT``): the line
+    #: of the script's own code that waits (the innermost frame outside the queue's modules).
+    queued: list[tuple[tuple[str, int, str], int]] = field(default_factory=list)
 
 
 def _from_driver(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
@@ -79,6 +85,14 @@ def _from_driver(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
 
 def _leaf_python(frames: tuple[Frame, ...]) -> Frame | None:
     return next((f for f in reversed(frames) if not f.native), None)
+
+
+def _waiter(frames: tuple[Frame, ...]) -> Frame | None:
+    """The innermost Python frame outside the queue's own modules (the line that waits)."""
+    wait = rules.rule_named(rules.QUEUE_WAIT)
+    return next(
+        (f for f in reversed(frames) if not f.native and not rules.frame_fits(wait, f)), None
+    )
 
 
 def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
@@ -106,6 +120,8 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
     stacks: Counter[tuple[tuple[Frame, ...], str, str]] = Counter()
     lines: Counter[tuple[str, int, str]] = Counter()
     line_labels: dict[tuple[str, int, str], Counter[str]] = {}
+    asleep: Counter[tuple[str, int, str]] = Counter()
+    queued: Counter[tuple[str, int, str]] = Counter()
     for s in inside:
         m = rules.match(s.frames)
         by_label[m.label] += s.count
@@ -116,6 +132,12 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
             key = (leaf.file, leaf.line, leaf.function)
             lines[key] += s.count
             line_labels.setdefault(key, Counter())[m.label] += s.count
+            if m.rule == rules.SLEEP:
+                asleep[key] += s.count
+        if m.rule == rules.QUEUE_WAIT:
+            waiter = _waiter(s.frames[: m.frame])
+            if waiter is not None:
+                queued[(waiter.file, waiter.line, waiter.function)] += s.count
     top_stacks = [
         (n, label, rule, frames)
         for (frames, label, rule), n in sorted(
@@ -138,6 +160,8 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
         ticks=sum(s.count for s in main),
         input_python=input_python,
         input_functions=dict(input_functions.most_common(3)),
+        asleep=asleep.most_common(3),
+        queued=queued.most_common(3),
     )
 
 

@@ -54,6 +54,10 @@ COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING, COMMUNICATION, OTHER = CATEGORIE
 
 #: Not a category: the frame says nothing about the cause; its caller decides.
 CALLER = "<caller>"
+#: The row of a thread asleep (``time.sleep``): its samples are ``other``, named.
+SLEEP = "sleep"
+#: The row of a main thread waiting on a queue or a pool: ``feed_fetch``, data in.
+QUEUE_WAIT = "queue-wait"
 
 #: Temporary labels for native framework calls, resolved by attribution using kernel time.
 NATIVE_SESSION = "native_session"
@@ -138,6 +142,23 @@ _SCALAR_TYPES = (
 
 #: The ordered table. Innermost frame first; within one frame, the first row that fits decides.
 RULES: tuple[Rule, ...] = (
+    # --- waiting: time in no work at all --------------------------------------------------------
+    Rule(
+        SLEEP,
+        OTHER,
+        function=r"time_sleep|(__)?(clock_)?nanosleep",
+        native=True,
+        note="the thread asleep (time.sleep; its native frames, seen with --native): time in no "
+        "work, named by the sleep finding (profiler.diagnoses.waiting), not unexplained",
+    ),
+    Rule(
+        QUEUE_WAIT,
+        FEED_FETCH,
+        file=r"(^|/)(queue|multiprocessing/(queues|pool|connection))\.py$",
+        native=False,
+        note="the main thread waiting on a queue or a pool for what another thread or process "
+        "makes (a loader thread's batches, a Pool's results): data in",
+    ),
     # --- frames that tell nothing about the cause: the caller decides ---------------------------
     Rule(
         "system-library",
@@ -578,6 +599,11 @@ def classify(stack: Sequence[Frame]) -> str:
 def in_steps(stack: Sequence[Frame]) -> bool:
     """Whether a stack was sampled inside a step (under the workload process's step driver)."""
     return any(frame_fits(STEP_SCOPE, f) for f in stack)
+
+
+def rule_named(name: str) -> Rule:
+    """The row of the table called ``name``."""
+    return _BY_NAME[name]
 
 
 def is_temporary(label: str) -> bool:

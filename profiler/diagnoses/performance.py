@@ -24,6 +24,7 @@ from profiler.diagnoses import loops as loop_rules
 from profiler.diagnoses import memory as memory_rules
 from profiler.diagnoses import py_in_step as py_rules
 from profiler.diagnoses import step_lines
+from profiler.diagnoses import waiting as waiting_rules
 from profiler.diagnoses.engine import Diagnosis, Facts, Rule, evaluate, guarded, ranked
 from profiler.model import median_ns
 from profiler.model.memory import GRAPH, Causes
@@ -140,6 +141,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: memory_rules.memory_facts(f, trace),
         lambda: gc_rules.gc_facts(f, trace),
         lambda: long_rules.long_facts(f, trace),
+        lambda: waiting_rules.wait_facts(f, trace),
     )
     for family in families:
         guarded(spec.name, family)
@@ -1393,6 +1395,7 @@ RULES: tuple[Rule, ...] = (
     *memory_rules.RULES,
     *gc_rules.RULES,
     *long_rules.RULES,
+    *waiting_rules.RULES,
 )
 
 
