@@ -402,6 +402,8 @@ def test_a_loop_waiting_on_its_loader_threads_queue_is_named_with_the_line_that_
     # the other test worker the loader thread gets less of the cores (96% read once).
     assert share >= 30, d["message"]
     assert "sleep_in_steps" not in found and "numpy_per_call" not in found
+    # The loader thread's per-sample loop is not the steps' inner loop.
+    assert "per_sample_loop" not in found, found["per_sample_loop"]["message"]
     (w,) = json.loads((only_run(tmp_path) / "summary.json").read_text())["workloads"]
     assert w["attribution"]["share"]["feed_fetch"] >= 0.3, w["attribution"]
 

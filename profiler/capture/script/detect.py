@@ -841,6 +841,7 @@ class LoopMarks:
         self.why = ""
         self.in_step = False
         self.counter = driver.detector("auto_loop")
+        self.ident, self.main = threading.get_ident, driver.main
         # The candidates: the loops that update the model in their own body if there are any,
         # else those whose code names training, else all (a long data-loading loop before the
         # training, or an epoch loop around the batches, is not chosen).
@@ -858,8 +859,12 @@ class LoopMarks:
 
     def mark(self, k: int) -> None:
         if self.decided:
-            if k == self.chosen:
+            if k == self.chosen and self.ident() == self.main:
                 self._step()
+            return
+        # Only the script's own thread: a loader thread's per-sample loop, counted as the
+        # steps' inner loop, read "each step runs the loop at line 15 (make_batch) 127 times".
+        if self.ident() != self.main:
             return
         if not self.candidate[k]:
             if self.tally[k] and self.first_ns:
@@ -896,6 +901,8 @@ class LoopMarks:
                 self._step()
 
     def end(self, k: int) -> None:
+        if self.ident() != self.main:
+            return
         if self.decided:
             if k == self.chosen and self.in_step:
                 self.in_step = False
