@@ -91,6 +91,25 @@ EXAMPLES: dict[str, tuple[tuple[Frame, ...], str]] = {
         ),
         "other",
     ),
+    "data-loading": (
+        (
+            *NP_STEP,
+            py("load", "/venv/site-packages/numpy/lib/_npyio_impl.py", 483),
+            py("_read_array_header", "/venv/site-packages/numpy/lib/_format_impl.py", 658),
+            py("literal_eval", "/usr/lib/python3.11/ast.py", 64),
+        ),
+        "feed_fetch",
+    ),
+    "data-loading-native": (
+        (
+            *NP_STEP,
+            py("load", "/venv/site-packages/numpy/lib/_npyio_impl.py", 483),
+            py("read_array", "/venv/site-packages/numpy/lib/_format_impl.py", 847),
+            nat("PyArray_FromFile", NUMPY_SO),
+            nat("read", LIBC),
+        ),
+        "feed_fetch",
+    ),
     "queue-wait": (
         (
             *NP_STEP,

@@ -203,6 +203,26 @@ def test_a_step_asleep_is_other_and_a_wait_on_a_loaders_queue_is_data_in() -> No
     assert a.queued == [((script, 34, "<module>"), 3)]
 
 
+def test_the_scripts_function_making_batches_is_named_not_the_toolkits_loop_mark() -> None:
+    # A Keras generator's loop over its samples runs the automatic loop marks: "The batches
+    # come from Python (DataGenerator.__data_generation, LoopMarks.mark (detect.py))".
+    import profiler.capture.script.detect as detect
+
+    entry = Frame(
+        sampling.PY_FUNC_ENTRY[1], "/venv/site-packages/" + sampling.PY_FUNC_ENTRY[0], 260
+    )
+    gen = Frame("DataGenerator.__data_generation", "/home/me/train.py", 92)
+    mark = Frame("LoopMarks.mark", detect.__file__, 860)
+    a = sampling.analyse(
+        (
+            Sample((entry, gen), 3, "tf_data 12"),
+            Sample((entry, gen, mark), 2, "tf_data 12"),
+        )
+    )
+    assert a.input_python == 5
+    assert a.input_functions == {"DataGenerator.__data_generation (train.py)": 5}
+
+
 def test_attach_to_an_exited_process_is_unavailable_not_a_crash(tmp_path: Path) -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()

@@ -23,7 +23,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import profiler
 from profiler.analysis import stacks as rules
 from profiler.capture.collectors.pyspy import MAIN_THREAD
 from profiler.model import CATEGORIES, Frame, Sample
@@ -73,6 +75,9 @@ class Analysis:
     #: Likewise for the samples waiting on a queue or a pool (``rules.QUEUE_WAIT``): the line
     #: of the script's own code that waits (the innermost frame outside the queue's modules).
     queued: list[tuple[tuple[str, int, str], int]] = field(default_factory=list)
+    #: Likewise for the samples reading data (``rules.DATA_LOADING`` and the native frames
+    #: under it): the script's line that reads.
+    loading: list[tuple[tuple[str, int, str], int]] = field(default_factory=list)
 
 
 def _from_driver(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
@@ -87,11 +92,12 @@ def _leaf_python(frames: tuple[Frame, ...]) -> Frame | None:
     return next((f for f in reversed(frames) if not f.native), None)
 
 
-def _waiter(frames: tuple[Frame, ...]) -> Frame | None:
-    """The innermost Python frame outside the queue's own modules (the line that waits)."""
-    wait = rules.rule_named(rules.QUEUE_WAIT)
+def _outside(frames: tuple[Frame, ...], row: str) -> Frame | None:
+    """The innermost Python frame that row ``row`` does not fit (the script's line that waits
+    on a queue, or reads a file, rather than the queue's or the reader's own code)."""
+    rule = rules.rule_named(row)
     return next(
-        (f for f in reversed(frames) if not f.native and not rules.frame_fits(wait, f)), None
+        (f for f in reversed(frames) if not f.native and not rules.frame_fits(rule, f)), None
     )
 
 
@@ -122,6 +128,7 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
     line_labels: dict[tuple[str, int, str], Counter[str]] = {}
     asleep: Counter[tuple[str, int, str]] = Counter()
     queued: Counter[tuple[str, int, str]] = Counter()
+    loading: Counter[tuple[str, int, str]] = Counter()
     for s in inside:
         m = rules.match(s.frames)
         by_label[m.label] += s.count
@@ -135,9 +142,13 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
             if m.rule == rules.SLEEP:
                 asleep[key] += s.count
         if m.rule == rules.QUEUE_WAIT:
-            waiter = _waiter(s.frames[: m.frame])
+            waiter = _outside(s.frames[: m.frame], rules.QUEUE_WAIT)
             if waiter is not None:
                 queued[(waiter.file, waiter.line, waiter.function)] += s.count
+        elif m.rule in (rules.DATA_LOADING, rules.DATA_LOADING_NATIVE):
+            reader = _outside(s.frames[: m.frame], rules.DATA_LOADING)
+            if reader is not None:
+                loading[(reader.file, reader.line, reader.function)] += s.count
     top_stacks = [
         (n, label, rule, frames)
         for (frames, label, rule), n in sorted(
@@ -162,16 +173,22 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
         input_functions=dict(input_functions.most_common(3)),
         asleep=asleep.most_common(3),
         queued=queued.most_common(3),
+        loading=loading.most_common(3),
     )
+
+
+#: This toolkit's own source folder (an editable install is in no site-packages).
+_OWN = str(Path(profiler.__file__).resolve().parent) + "/"
 
 
 def _innermost_own(frames: tuple[Frame, ...]) -> str | None:
     """The innermost frame of the user's own code (not an installed package's, not the
-    standard library's), as ``function (file)``."""
+    standard library's, not this toolkit's: its loop marks run in the script's loops), as
+    ``function (file)``."""
     for f in reversed(frames):
         if f.native or not f.file or f.file.startswith("<"):
             continue
-        if "-packages/" in f.file or "/lib/python3." in f.file:
+        if "-packages/" in f.file or "/lib/python3." in f.file or f.file.startswith(_OWN):
             continue
         return f"{f.function} ({f.file.rsplit('/', 1)[-1]})"
     return None

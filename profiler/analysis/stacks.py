@@ -58,6 +58,9 @@ CALLER = "<caller>"
 SLEEP = "sleep"
 #: The row of a main thread waiting on a queue or a pool: ``feed_fetch``, data in.
 QUEUE_WAIT = "queue-wait"
+#: The row of a reader of files (np.load, PIL, ...) inside the steps: ``feed_fetch``, data in.
+DATA_LOADING = "data-loading"
+DATA_LOADING_NATIVE = "data-loading-native"
 
 #: Temporary labels for native framework calls, resolved by attribution using kernel time.
 NATIVE_SESSION = "native_session"
@@ -158,6 +161,28 @@ RULES: tuple[Rule, ...] = (
         native=False,
         note="the main thread waiting on a queue or a pool for what another thread or process "
         "makes (a loader thread's batches, a Pool's results): data in",
+    ),
+    Rule(
+        DATA_LOADING,
+        FEED_FETCH,
+        # Not their writers: a checkpoint or a sample image saved is no data in.
+        function=r"(?!.*(save|[wW]rite|to_)).*",
+        file=_any(
+            r"numpy/lib/(_npyio_impl|npyio|_format_impl|format|_datasource)\.py$",
+            r"(^|/)(PIL|imageio)/",
+            r"pandas/io/",
+            r"keras/src/utils/image_utils\.py$",
+        ),
+        native=False,
+        note="reading and decoding data inside the steps (np.load, PIL images, imageio, pandas "
+        "readers, Keras's load_img; not their writers): data in, on the steps' thread",
+    ),
+    Rule(
+        DATA_LOADING_NATIVE,
+        FEED_FETCH,
+        native=True,
+        within=DATA_LOADING,
+        note="native frames under a data reader (np.load's fread, PIL's decoders): data in",
     ),
     # --- frames that tell nothing about the cause: the caller decides ---------------------------
     Rule(

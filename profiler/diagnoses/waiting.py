@@ -9,7 +9,10 @@ sampled phase's samples inside the steps (the phase records idle samples):
   the script is sampled with ``--native``: numpy scripts); the attribution books them as
   ``other``, and ``sleep_in_steps`` names them with the line that sleeps;
 * waiting on a queue or a pool (``queue-wait``, booked as ``feed_fetch``): ``waits_for_batches``
-  names the line that waits, where no tf.data pipeline's finding says it (``input_bound``).
+  names the line that waits, where no tf.data pipeline's finding says it (``input_bound``);
+* reading data on the steps' thread (``data-loading``: np.load, PIL, imageio, pandas's
+  readers, Keras's ``load_img``, and the native frames under them; ``feed_fetch``):
+  ``loads_in_steps`` names the line that reads.
 
 Samples are taken evenly in time, so their shares are of the loop's time: the cost is the share
 of the timed window's mean step (a loop waiting on its loader's queue had a median step of 32 µs
@@ -40,6 +43,12 @@ QUEUE_SHARE = 0.30
 QUEUE_MIN_LOW = 0.20
 
 
+#: The share of the loop's time reading data on the steps' thread worth a finding, its
+#: interval's low end above ``LOAD_MIN_LOW``.
+LOAD_SHARE = 0.20
+LOAD_MIN_LOW = 0.10
+
+
 def wait_facts(f: dict[str, Any], trace: Any) -> None:
     """The shares of the steps' samples asleep and waiting on a queue, with their lines."""
     rec = trace.phase("sampled")
@@ -49,7 +58,7 @@ def wait_facts(f: dict[str, Any], trace: Any) -> None:
     if not a.total:
         return
     mean = _mean_step_us(trace) or float(f.get("step_us") or 0.0)
-    for key, found in (("sleep", a.asleep), ("queue", a.queued)):
+    for key, found in (("sleep", a.asleep), ("queue", a.queued), ("load", a.loading)):
         n = sum(c for _line, c in found)
         if not n:
             continue
@@ -61,7 +70,12 @@ def wait_facts(f: dict[str, Any], trace: Any) -> None:
         f[f"{key}_interval_pts"] = 100 * half
         f[f"{key}_us"] = share * mean
         (file, line, function), _n = found[0]
-        f[f"{key}_where"] = _where(trace, file, line, function)
+        where = _where(trace, file, line, function)
+        # Other lines holding a quarter of it too (the labels' file read beside the inputs').
+        more = [ln for (fl, ln, _fn), c in found[1:] if fl == file and c >= 0.25 * n]
+        if more:
+            where += "; and at line " + ", ".join(str(ln) for ln in more)
+        f[f"{key}_where"] = where
     f["mean_step_us"] = mean
 
 
@@ -145,5 +159,36 @@ RULES: tuple[Rule, ...] = (
             "the same every epoch: the steps would lose up to {queue_us:,.0f} µs of waiting."
         ),
         cost="queue_us",
+    ),
+    Rule(
+        id="loads_in_steps",
+        subject="workload",
+        needs=(
+            "label",
+            "load_share",
+            "load_low",
+            "load_pct",
+            "load_interval_pts",
+            "load_us",
+            "load_where",
+            "mean_step_us",
+        ),
+        when=lambda f: (
+            f["load_share"] >= LOAD_SHARE
+            and f["load_low"] >= LOAD_MIN_LOW
+            and f.get("input_pct") is None
+        ),
+        message=(
+            "{label} reads its data inside the steps: {load_pct:.0f}% ±{load_interval_pts:.0f} "
+            "of the loop's time ({load_us:,.0f} µs of the {mean_step_us:,.0f} µs mean step) "
+            "reads or decodes files at {load_where}, on the thread that runs the steps."
+        ),
+        fix=(
+            "Read the data once before the loop where it fits in memory, or read it beside the "
+            "steps (a tf.data pipeline over the file names with a parallel map that reads and "
+            ".prefetch(tf.data.AUTOTUNE), or a loader process feeding a queue), so reading "
+            "overlaps the steps: up to {load_us:,.0f} µs a step."
+        ),
+        cost="load_us",
     ),
 )
