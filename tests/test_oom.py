@@ -202,7 +202,7 @@ def test_a_process_killed_by_sigkill_keeps_its_memory_up_to_the_kill(tmp_path: P
         threading.Thread(target=killer, daemon=True).start()
         while True:
             held.append(np.ones(50 * 2**20 // 8))
-            time.sleep(0.02)
+            time.sleep(0.1)
         """
     )
     proc = subprocess.run(
@@ -217,7 +217,10 @@ def test_a_process_killed_by_sigkill_keeps_its_memory_up_to_the_kill(tmp_path: P
     back = mem.read_spill(tmp_path)
     assert back is not None
     last = back["rss_bytes"][-1]
-    assert 0.9 * killed_at <= last <= 1.02 * killed_at, (last, killed_at)
+    # The record is written at most every SPILL_MIN_S (50 ms): 50 MB every 100 ms is at most
+    # one allocation behind. (At 50 MB every 20 ms, 125 MB in 50 ms, it read 561 MB of 635 MB
+    # once beside the other test worker.)
+    assert 0.85 * killed_at <= last <= 1.02 * killed_at, (last, killed_at)
     assert back["steps"][-1] >= 8
 
 

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import profiler
 from profiler.analysis import stacks as rules
 from profiler.capture.collectors.pyspy import MAIN_THREAD
 from profiler.model import CATEGORIES, Frame, Sample
@@ -178,7 +177,7 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
 
 
 #: This toolkit's own source folder (an editable install is in no site-packages).
-_OWN = str(Path(profiler.__file__).resolve().parent) + "/"
+_OWN = str(Path(__file__).resolve().parents[1]) + "/"
 
 
 def _innermost_own(frames: tuple[Frame, ...]) -> str | None:
