@@ -724,3 +724,42 @@ def test_data_embedded_in_a_tf1_graph_is_named_with_its_first_steps_cost():
     h: dict = {}
     performance._constants_facts(h, SimpleNamespace(script=small), wa)
     assert "const_mb" not in h
+
+
+def test_a_tf_loops_sleep_is_named_from_its_line_and_is_no_per_call_overhead() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance, waiting
+    from profiler.model import Frame, Sample
+
+    # A tf.function loop sleeping 4 ms a step (~80% of the loop without the profiler): sampled
+    # without --native its sleep is its line's Python; it read "96% overhead: the
+    # tf.function call's per-call cost" and the fix "run several steps per call".
+    line = Frame("<module>", "/home/me/train.py", 22)
+    samples = (
+        Sample((line,), 80, "main"),
+        Sample((Frame("<module>", "/home/me/train.py", 20),), 25, "main"),
+    )
+    sampled = SimpleNamespace(samples=samples)
+    trace = SimpleNamespace(phase=lambda name: sampled if name == "sampled" else None)
+    f = {"label": "train.py", "name": "train.py", "framework": "tf2", "step_us": 5000.0}
+    f.update(overhead_us=4800.0, overhead_pct=96.0, compute_us=200.0, hot_line=22)
+    f.update(hot_line_source="time.sleep(0.004)", hot_line_share_pct=76.0, hot_line_us=3800.0)
+    f.update(hot_line_function="<module>")
+    waiting.wait_facts(f, trace)
+    found = {d.rule: d for d in evaluate(waiting.RULES, "workload", [f])}
+    d = found["sleep_in_steps"]
+    assert "the steps sleep 76% ±" in d.message and "booked as Python" in d.message
+    assert "line 22 (`time.sleep(0.004)`)" in d.message
+    # Not overhead a larger batch would spread, and the hot line's finding gives way.
+    assert f["overhead_pct"] == 20.0 and "hot_line_us" not in f
+    assert not performance._overhead_bound({**f, "units_per_step": 1})
+    # A hot line that does not sleep is left to its own finding.
+    g = {
+        "label": "t.py",
+        "step_us": 5000.0,
+        "hot_line_source": "log(x)",
+        "hot_line_share_pct": 76.0,
+    }
+    waiting.wait_facts(g, trace)
+    assert "sleep_share" not in g

@@ -7,7 +7,10 @@ sampled phase's samples inside the steps (the phase records idle samples):
 
 * asleep: the classification table's ``sleep`` row (``time.sleep``'s native frames, seen where
   the script is sampled with ``--native``: numpy scripts); the attribution books them as
-  ``other``, and ``sleep_in_steps`` names them with the line that sleeps;
+  ``other``, and ``sleep_in_steps`` names them with the line that sleeps. Without native
+  frames (TensorFlow scripts) the step's hottest line is the sleep where its text calls
+  ``time.sleep`` (booked as Python then). Asleep is taken out of the overhead the per-call
+  findings read;
 * waiting on a queue or a pool (``queue-wait``, booked as ``feed_fetch``): ``waits_for_batches``
   names the line that waits, where no tf.data pipeline's finding says it (``input_bound``);
 * reading data on the steps' thread (``data-loading``: np.load, PIL, imageio, pandas's
@@ -26,6 +29,7 @@ of work spread over the whole step.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from profiler.analysis import sampling
@@ -77,6 +81,39 @@ def wait_facts(f: dict[str, Any], trace: Any) -> None:
             where += "; and at line " + ", ".join(str(ln) for ln in more)
         f[f"{key}_where"] = where
     f["mean_step_us"] = mean
+    if "sleep_share" in f:
+        f["sleep_booked"] = "other"
+    else:
+        _sleep_from_hot_line(f, a.total)
+    if "sleep_share" in f and f.get("overhead_us") is not None and f.get("step_us"):
+        # Asleep is no framework overhead a larger batch or several steps a call would spread
+        # (a tf.function loop sleeping 4 ms a step: "96% of each step is overhead ... the
+        # tf.function call's per-call cost").
+        f["overhead_us"] = max(float(f["overhead_us"]) - f["sleep_us"], 0.0)
+        f["overhead_pct"] = 100 * f["overhead_us"] / float(f["step_us"])
+
+
+#: A script's line that sleeps (its text, from the lines phase).
+_SLEEP_CALL = re.compile(r"(^|[^\w.])(time\.)?sleep\(")
+
+
+def _sleep_from_hot_line(f: dict[str, Any], total: int) -> None:
+    """Without native frames (a TensorFlow script is sampled without ``--native``) a sleep's
+    samples are its line's: the step's hottest line (``profiler.diagnoses.step_lines``) is
+    the sleep where its text calls ``time.sleep``; its finding gives way to this one."""
+    source = str(f.get("hot_line_source") or "")
+    if not _SLEEP_CALL.search(source) or not f.get("hot_line_share_pct"):
+        return
+    share = min(float(f["hot_line_share_pct"]) / 100, 1.0)
+    half = 1.96 * (share * (1 - share) / total) ** 0.5
+    f["sleep_share"] = share
+    f["sleep_low"] = share - half
+    f["sleep_pct"] = 100 * share
+    f["sleep_interval_pts"] = 100 * half
+    f["sleep_us"] = share * float(f.get("step_us") or 0.0)
+    f["sleep_where"] = f"line {f.get('hot_line')} (`{source}`), in {f.get('hot_line_function')}"
+    f["sleep_booked"] = "Python"
+    f.pop("hot_line_us", None)
 
 
 def _mean_step_us(trace: Any) -> float | None:
@@ -112,13 +149,14 @@ RULES: tuple[Rule, ...] = (
             "sleep_interval_pts",
             "sleep_us",
             "sleep_where",
+            "sleep_booked",
             "mean_step_us",
         ),
         when=lambda f: f["sleep_share"] >= SLEEP_SHARE and f["sleep_low"] >= SLEEP_MIN_LOW,
         message=(
             "{label}: the steps sleep {sleep_pct:.0f}% ±{sleep_interval_pts:.0f} of the loop's "
             "time ({sleep_us:,.0f} µs of the {mean_step_us:,.0f} µs mean step, in time.sleep "
-            "called at {sleep_where}): time in no work, booked as other."
+            "called at {sleep_where}): time in no work, booked as {sleep_booked}."
         ),
         fix=(
             "Take the sleep out of the training loop (a throttle for printing or polling "
