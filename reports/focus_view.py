@@ -396,7 +396,8 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
         )
     top = split[0]
     other = next((r for r in card["split"] if r["category"] == "other"), None)
-    asleep = any(f.get("rule") == SLEEP_RULE for f in card["findings"])
+    sleep = next((f for f in card["findings"] if f.get("rule") == SLEEP_RULE), None)
+    asleep = sleep is not None
     if other is not None and other["us"] and other["share"] > top["share"] and asleep:
         head = (
             f"Verdict: {_pct(other)} of the step is asleep in time.sleep, booked as other "
@@ -409,6 +410,9 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
         )
     else:
         head = f"Verdict: {top['label']} is {_pct(top)} of the step"
+        if sleep is not None and f"booked as {top['label']}." in str(sleep.get("message")):
+            # Without native frames a sleep is its line's Python (a TensorFlow script).
+            head += ", most of it asleep in time.sleep"
     fixes = [x for x in w.get("whatif") or [] if _saves(x) and x.get("measured_saving_us")]
     noise = _within_noise(card)
     finding = _top_finding(card, noise)

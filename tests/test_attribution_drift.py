@@ -280,3 +280,23 @@ def test_a_drift_that_moves_the_shares_by_under_a_point_does_not_read_plus_or_mi
     assert "±0 points" not in focus_view._drift_note({**d, "share_pts": 0.4})
     assert ": shares are ±6 points for it" in focus_view._drift_note({**d, "share_pts": 6.2})
     assert "points" not in focus_view._drift_note({**d, "share_pts": 0.0})
+
+
+def test_a_step_mostly_asleep_says_so_whichever_category_holds_the_sleep() -> None:
+    asleep = {"message": "s", "fix": "Take the sleep out. Then Z.", "rule": "sleep_in_steps"}
+    # Sampled with native frames: the sleep is other.
+    card, w = _card(0.05, 0.02)
+    for r in card["split"]:
+        r.update(us=r["us"] / 10, share=r["share"] / 10)
+    card["split"].insert(
+        0, {"category": "other", "label": "other", "us": 90.0, "share": 0.9, "measured": True}
+    )
+    card["findings"] = [{**asleep, "message": "t.py: the steps sleep ... booked as other."}]
+    text = focus_view._verdict(card, w)
+    assert text.startswith("Verdict: 90% of the step is asleep in time.sleep, booked as other")
+    assert "unexplained" not in text
+    # Without native frames (TensorFlow): its line's Python.
+    card, w = _card(0.1, 0.02)
+    card["findings"] = [{**asleep, "message": "t.py: the steps sleep ... booked as Python."}]
+    text = focus_view._verdict(card, w)
+    assert text.startswith("Verdict: Python is 90% ±2 of the step, most of it asleep in time.sleep")
