@@ -54,7 +54,8 @@ LOAD_MIN_LOW = 0.10
 
 
 def wait_facts(f: dict[str, Any], trace: Any) -> None:
-    """The shares of the steps' samples asleep and waiting on a queue, with their lines."""
+    """The shares of the steps' samples asleep, waiting on a queue and reading data, each with
+    the script's line that does it; asleep is taken out of the step's overhead."""
     rec = trace.phase("sampled")
     if rec is None or not rec.samples:
         return
@@ -110,7 +111,7 @@ def _sleep_from_hot_line(f: dict[str, Any], total: int) -> None:
     f["sleep_low"] = share - half
     f["sleep_pct"] = 100 * share
     f["sleep_interval_pts"] = 100 * half
-    f["sleep_us"] = share * float(f.get("step_us") or 0.0)
+    f["sleep_us"] = share * float(f.get("mean_step_us") or f.get("step_us") or 0.0)
     f["sleep_where"] = f"line {f.get('hot_line')} (`{source}`), in {f.get('hot_line_function')}"
     f["sleep_booked"] = "Python"
     f.pop("hot_line_us", None)
