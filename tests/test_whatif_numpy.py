@@ -214,9 +214,10 @@ def test_arrays_promoted_back_to_float64_by_the_step_fail_the_what_if_with_the_o
     assert g["W"].dtype == np.float64
     v.off()
     assert v.errors == [
-        "float32 did not hold through the steps: W were float64 again after a block, promoted "
-        "by an operand of the step (integer arrays beside them: Y); a float32 step needs those "
-        "as float32 too (labels and masks included)"
+        "float32 did not hold through the steps: W were float64 again after a block, made anew "
+        "in float64 by the step (from an operand, such as an integer array beside them: Y, or "
+        "data read as float64); a float32 step needs those as float32 too (labels and masks "
+        "included)"
     ]
     # Arrays that stayed float32 through the block: no error.
     g2 = {"W": np.ones((200, 100))}

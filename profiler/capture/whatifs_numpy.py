@@ -287,11 +287,14 @@ def numpy_float32(script_globals: dict[str, Any] | None) -> Variant | str:
                 if isinstance(a := s.get(), np.ndarray) and a.dtype.kind in "iu"
             }
         )
-        by = f" (integer arrays beside them: {_names(ints)})" if ints else ""
+        by = f", such as an integer array beside them: {_names(ints)}" if ints else ""
+        # Made anew, not only promoted: a loop loading each batch with np.load rebinds X to
+        # float64 every step ("promoted by an operand of the step" misnamed it).
         variant.errors.append(
             f"float32 did not hold through the steps: {_names(again)} were float64 again "
-            f"after a block, promoted by an operand of the step{by}; a float32 step needs "
-            "those as float32 too (labels and masks included)"
+            f"after a block, made anew in float64 by the step (from an operand{by}, or data "
+            "read as float64); a float32 step needs those as float32 too (labels and masks "
+            "included)"
         )
 
     variant = Variant(
