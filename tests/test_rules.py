@@ -110,6 +110,23 @@ EXAMPLES: dict[str, tuple[tuple[Frame, ...], str]] = {
         ),
         "feed_fetch",
     ),
+    "pool-stream": (
+        (
+            *NP_STEP,
+            py("IMapIterator.next", "/usr/lib/python3.11/multiprocessing/pool.py", 856),
+            py("Condition.wait", "/usr/lib/python3.11/threading.py", 320),
+        ),
+        "feed_fetch",
+    ),
+    "pool-wait": (
+        (
+            *NP_STEP,
+            py("Pool.map", "/usr/lib/python3.11/multiprocessing/pool.py", 367),
+            py("ApplyResult.get", "/usr/lib/python3.11/multiprocessing/pool.py", 768),
+            py("Event.wait", "/usr/lib/python3.11/threading.py", 622),
+        ),
+        "other",
+    ),
     "queue-wait": (
         (
             *NP_STEP,

@@ -71,7 +71,8 @@ class Analysis:
     #: Samples inside steps asleep (``rules.SLEEP``), per innermost Python frame (file, line,
     #: function) that called the sleep, most first.
     asleep: list[tuple[tuple[str, int, str], int]] = field(default_factory=list)
-    #: Likewise for the samples waiting on a queue or a pool (``rules.QUEUE_WAIT``): the line
+    #: Likewise for the samples waiting on a queue or a Pool's imap (``rules.QUEUE_WAIT``,
+    #: ``rules.POOL_STREAM``): the line
     #: of the script's own code that waits (the innermost frame outside the queue's modules).
     queued: list[tuple[tuple[str, int, str], int]] = field(default_factory=list)
     #: Likewise for the samples reading data (``rules.DATA_LOADING`` and the native frames
@@ -91,12 +92,17 @@ def _leaf_python(frames: tuple[Frame, ...]) -> Frame | None:
     return next((f for f in reversed(frames) if not f.native), None)
 
 
-def _outside(frames: tuple[Frame, ...], row: str) -> Frame | None:
-    """The innermost Python frame that row ``row`` does not fit (the script's line that waits
-    on a queue, or reads a file, rather than the queue's or the reader's own code)."""
-    rule = rules.rule_named(row)
+def _outside(frames: tuple[Frame, ...], *rows: str) -> Frame | None:
+    """The innermost Python frame none of ``rows`` fits (the script's line that waits on a
+    queue, or reads a file, rather than the queue's or the reader's own code)."""
+    fit = [rules.rule_named(r) for r in rows]
     return next(
-        (f for f in reversed(frames) if not f.native and not rules.frame_fits(rule, f)), None
+        (
+            f
+            for f in reversed(frames)
+            if not f.native and not any(rules.frame_fits(r, f) for r in fit)
+        ),
+        None,
     )
 
 
@@ -140,8 +146,8 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
             line_labels.setdefault(key, Counter())[m.label] += s.count
             if m.rule == rules.SLEEP:
                 asleep[key] += s.count
-        if m.rule == rules.QUEUE_WAIT:
-            waiter = _outside(s.frames[: m.frame], rules.QUEUE_WAIT)
+        if m.rule in (rules.QUEUE_WAIT, rules.POOL_STREAM):
+            waiter = _outside(s.frames[: m.frame], rules.QUEUE_WAIT, rules.POOL_STREAM)
             if waiter is not None:
                 queued[(waiter.file, waiter.line, waiter.function)] += s.count
         elif m.rule in (rules.DATA_LOADING, rules.DATA_LOADING_NATIVE):

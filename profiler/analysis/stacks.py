@@ -58,6 +58,8 @@ CALLER = "<caller>"
 SLEEP = "sleep"
 #: The row of a main thread waiting on a queue or a pool: ``feed_fetch``, data in.
 QUEUE_WAIT = "queue-wait"
+#: The row of a main thread taking a Pool's imap results: ``feed_fetch``, data in.
+POOL_STREAM = "pool-stream"
 #: The row of a reader of files (np.load, PIL, ...) inside the steps: ``feed_fetch``, data in.
 DATA_LOADING = "data-loading"
 DATA_LOADING_NATIVE = "data-loading-native"
@@ -157,10 +159,27 @@ RULES: tuple[Rule, ...] = (
     Rule(
         QUEUE_WAIT,
         FEED_FETCH,
-        file=r"(^|/)(queue|multiprocessing/(queues|pool|connection))\.py$",
+        file=r"(^|/)(queue|multiprocessing/queues)\.py$",
         native=False,
-        note="the main thread waiting on a queue or a pool for what another thread or process "
-        "makes (a loader thread's batches, a Pool's results): data in",
+        note="the main thread waiting on a queue for what another thread or process makes (a "
+        "loader thread's batches): data in",
+    ),
+    Rule(
+        POOL_STREAM,
+        FEED_FETCH,
+        function=r"IMapIterator\.(next|__next__)",
+        file=r"multiprocessing/pool\.py$",
+        native=False,
+        note="the main thread taking the next result of a Pool's imap (a loop over "
+        "pool.imap(load, files)): data in",
+    ),
+    Rule(
+        "pool-wait",
+        OTHER,
+        file=r"multiprocessing/(pool|connection)\.py$",
+        native=False,
+        note="the main thread waiting for a Pool's map or apply (work done in other processes, "
+        "an evolution strategy's fitness evaluations): no work of its own, and not data in",
     ),
     Rule(
         DATA_LOADING,

@@ -1,5 +1,5 @@
 """The waiting diagnoses: steps that spend their time asleep, or waiting on a queue that
-another thread or process fills.
+another thread or process fills, or reading data on the steps' thread.
 
 Place in the pipeline: analysis (pure), part of the performance diagnoses
 (``profiler.diagnoses.performance`` calls ``wait_facts`` and includes ``RULES``). Both read the
@@ -11,7 +11,8 @@ sampled phase's samples inside the steps (the phase records idle samples):
   frames (TensorFlow scripts) the step's hottest line is the sleep where its text calls
   ``time.sleep`` (booked as Python then). Asleep is taken out of the overhead the per-call
   findings read;
-* waiting on a queue or a pool (``queue-wait``, booked as ``feed_fetch``): ``waits_for_batches``
+* waiting on a queue or a Pool's imap (``queue-wait``, ``pool-stream``, booked as ``feed_fetch``;
+  a Pool's map or apply is ``other``: work farmed out, not data in): ``waits_for_batches``
   names the line that waits, where no tf.data pipeline's finding says it (``input_bound``);
 * reading data on the steps' thread (``data-loading``: np.load, PIL, imageio, pandas's
   readers, Keras's ``load_img``, and the native frames under them; ``feed_fetch``):
@@ -188,7 +189,7 @@ RULES: tuple[Rule, ...] = (
         message=(
             "{label} waits for its batches: {queue_pct:.0f}% ±{queue_interval_pts:.0f} of the "
             "loop's time ({queue_us:,.0f} µs of the {mean_step_us:,.0f} µs mean step) is the "
-            "main thread waiting on a queue or a pool another thread or process fills, at "
+            "main thread waiting on a queue (or a Pool's imap) another thread or process fills, at "
             "{queue_where}: the batches are made slower than the steps use them."
         ),
         fix=(
