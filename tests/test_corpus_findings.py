@@ -357,6 +357,10 @@ def test_long_steps_count_at_their_period_the_instrumented_windows_included() ->
     assert h["long_pct"] == pytest.approx(100 * each / (487 / 2 * 16_240.0 + each))
     (d,) = evaluate(rules.RULES, "workload", [h])
     assert d.message.startswith("s.py: 2 steps of the run, at no period, each took 1,082 ms more")
+    # Counted as the loop counts its iterations: 40 were watched to find it before step 0.
+    watched = {"long_steps": record, "steps": 601, "auto_step": {"watched_iterations": 40}}
+    rules.long_facts(h, SimpleNamespace(script=watched, warmup=SimpleNamespace(n_steps=15)))
+    assert h["long_where"] == "steps 191 and 491"
 
 
 def test_an_evaluation_after_each_epoch_between_two_steps_is_named(tmp_path: Path) -> None:

@@ -99,7 +99,11 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
     f["long_factor"] = (each + step_us) / step_us
     f["long_pct"] = 100 * each / (every * step_us + each)
     f["long_us"] = each / every
-    f["long_where"] = _where([int(r["step"]) for r in kept])
+    # Counted as the script's loop counts its iterations: those watched to find the loop came
+    # first (an evaluation after each 300-step epoch read "steps 250, 550, ..." with 50
+    # watched).
+    offset = int(((script.get("auto_step") or {}).get("watched_iterations")) or 0)
+    f["long_where"] = _where([int(r["step"]) + offset for r in kept])
     f["long_instrumented"] = not quiet
 
 
