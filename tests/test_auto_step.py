@@ -220,6 +220,70 @@ def training_loop(model, x, y, train_fn=train, *, report_fn=print):
     assert site.calls == ("train", "loss")
 
 
+def test_a_loop_run_once_in_a_while_from_the_training_loop_is_not_the_steps(tmp_path: Path):
+    # min-char-rnn with a gradient check every 100 iterations (n == 0 first): the check's loop,
+    # calling the loss 100 times, was taken as the steps ("one step in every 50" being the
+    # training it interrupts).
+    from profiler.capture.script import detect, source
+    from profiler.capture.script.driver import StepDriver
+    from profiler.clock import FakeClock
+
+    path = write(
+        tmp_path,
+        "rnn.py",
+        """
+def lossFun(x):
+    loss = 0
+    for t in range(25):
+        loss += x
+    return loss
+
+
+def gradCheck(x):
+    for i in range(10):
+        lossFun(x)
+
+
+def evaluate(x):
+    for b in range(3):
+        lossFun(x)
+
+
+n = 0
+while n < 100:
+    if n % 100 == 0:
+        gradCheck(n)
+    loss = lossFun(n)
+    if n % 10 == 0:
+        for j in range(2):
+            print(j)
+    else:
+        evaluate(n)
+    n += 1
+""",
+    )
+    sites = {s.line: s for s in source.mark_loops(source.load(path))}
+    text = path.read_text().splitlines()
+    line = {
+        k: text.index(v) + 1
+        for k, v in {
+            "grad": "    for i in range(10):",
+            "eval": "    for b in range(3):",
+            "loss": "    for t in range(25):",
+            "while": "while n < 100:",
+            "print": "        for j in range(2):",
+        }.items()
+    }
+    # The check's loop and the loop under the modulo run once in a while; evaluate is called
+    # from the else branch (every other iteration): not.
+    assert sites[line["grad"]].periodic and sites[line["print"]].periodic
+    assert not sites[line["eval"]].periodic and not sites[line["while"]].periodic
+    assert not sites[line["loss"]].periodic
+    marks = detect.LoopMarks(StepDriver(FakeClock()), list(sites.values()))
+    chosen = {s.line for s, c in zip(marks.sites, marks.candidate, strict=True) if c}
+    assert line["grad"] not in chosen and line["while"] in chosen, chosen
+
+
 @pytest.mark.tf
 def test_a_validation_functions_calls_between_epochs_are_not_steps(tmp_path: Path) -> None:
     # TF's "training loop from scratch": train_step per batch, then test_step per validation

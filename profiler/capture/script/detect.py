@@ -852,6 +852,12 @@ class LoopMarks:
         # over a second and was chosen: "Python 100%, wrap line 42 in tf.function").
         fallback = [not fits] * n
         self.candidate = updates if any(updates) else trains if any(trains) else fallback
+        # A loop that runs once in a while from another (under ``if n % 100 == 0``, or in a
+        # function only called so) is no step where another candidate is: min-char-rnn's
+        # gradient check ran first (n == 0) and its loop was taken as the steps.
+        periodic = [bool(getattr(s, "periodic", False)) for s in sites]
+        if any(c and not p for c, p in zip(self.candidate, periodic, strict=True)):
+            self.candidate = [c and not p for c, p in zip(self.candidate, periodic, strict=True)]
         # The other loops are only counted and timed, once a candidate has started: a loop
         # inside the steps that names no training (a k-means step's loop over its 3,000
         # points) is what the step spends its time in (``profiler.diagnoses.loops``).

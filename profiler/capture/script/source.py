@@ -346,6 +346,10 @@ class LoopSite:
     end_line: int = 0
     #: Names whose value one iteration hands the next (``carried``): a recurrence.
     carried: tuple[str, ...] = ()
+    #: It runs once in a while from another loop, not every iteration: it sits under an ``if``
+    #: with a modulo inside a loop (``if n % 100 == 0: for ...``), or in a function only
+    #: called so (``if n % 100 == 0: gradCheck(...)``), or inside such a loop (``periodic``).
+    periodic: bool = False
 
 
 #: Names (identifiers, attributes, keywords; lower-cased) that mark a loop as training: anywhere
@@ -642,19 +646,28 @@ def mark_loops(src: Source) -> list[LoopSite]:
     defined = {
         n.name for n in ast.walk(src.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
+    periodic_fns = periodic_functions(src.tree)
 
     def mark(
-        stmts: list[ast.stmt], depth: int, function: str, aliases: dict[str, str] | None = None
+        stmts: list[ast.stmt],
+        depth: int,
+        function: str,
+        aliases: dict[str, str] | None = None,
+        periodic: bool = False,
     ) -> None:
         i = 0
         while i < len(stmts):
             stmt = stmts[i]
             inner_depth, inner_function, inner_aliases = depth, function, aliases
+            inner_periodic = periodic
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inner_depth, inner_function = 0, stmt.name
                 inner_aliases = _aliases(stmt, defined)
+                inner_periodic = stmt.name in periodic_fns
             elif isinstance(stmt, ast.ClassDef):
                 inner_depth, inner_function = 0, function
+            elif isinstance(stmt, ast.If) and depth > 0 and _modulo(stmt.test):
+                inner_periodic = True
             if isinstance(stmt, _LOOPS):
                 k = len(sites)
                 kind = "while" if isinstance(stmt, ast.While) else "for"
@@ -670,20 +683,67 @@ def mark_loops(src: Source) -> list[LoopSite]:
                         _calls(stmt, defined, aliases),
                         stmt.end_lineno or stmt.lineno,
                         carried(stmt),
+                        periodic,
                     )
                 )
                 for inner in _statement_lists(stmt):
-                    mark(inner, depth + 1, function, aliases)
+                    mark(inner, depth + 1, function, aliases, periodic)
                 stmt.body.insert(0, _loop_call(LOOP_MARK, k, stmt))
                 stmts.insert(i + 1, _loop_call(LOOP_END, k, stmt))
                 i += 2
                 continue
             for inner in _statement_lists(stmt):
-                mark(inner, inner_depth, inner_function, inner_aliases)
+                mark(inner, inner_depth, inner_function, inner_aliases, inner_periodic)
             i += 1
 
     mark(src.tree.body, 0, "<module>")
     return sites
+
+
+def _modulo(test: ast.expr) -> bool:
+    """Whether an ``if``'s test takes a remainder (``n % 100 == 0``: once in a while)."""
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+
+
+def periodic_functions(tree: ast.Module) -> set[str]:
+    """The script's functions called only once in a while from a loop: every call of theirs
+    sits under an ``if`` with a modulo inside a loop (min-char-rnn's gradient check, its
+    loop's iterations calling the loss 100 times: taken as the steps, they were "one step in
+    every 50" of the training it interrupts)."""
+    calls: dict[str, list[bool]] = {}
+
+    def visit(node: ast.AST, in_loop: bool, under_mod: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            loop, mod = in_loop, under_mod
+            if isinstance(child, _FUNCTIONS):
+                loop, mod = False, False
+            elif isinstance(child, _LOOPS):
+                loop, mod = True, under_mod
+            elif isinstance(child, ast.If) and in_loop and _modulo(child.test):
+                visit(child.test, loop, mod)
+                for part in (child.body, child.orelse):
+                    for st in part:
+                        visit_stmt(st, loop, part is child.body or mod)
+                continue
+            if isinstance(child, ast.Call):
+                f = child.func
+                name = (
+                    f.id
+                    if isinstance(f, ast.Name)
+                    else f.attr
+                    if isinstance(f, ast.Attribute)
+                    else ""
+                )
+                if name:
+                    calls.setdefault(name, []).append(in_loop and under_mod)
+            visit(child, loop, mod)
+
+    def visit_stmt(st: ast.stmt, in_loop: bool, under_mod: bool) -> None:
+        wrapper = ast.Module(body=[st], type_ignores=[])
+        visit(wrapper, in_loop, under_mod)
+
+    visit(tree, False, False)
+    return {name for name, how in calls.items() if how and all(how)}
 
 
 def _loop_call(name: str, k: int, at: ast.AST) -> ast.stmt:
