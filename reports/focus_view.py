@@ -22,6 +22,11 @@ from profiler.reports import charts
 TOP_FINDINGS = 3
 #: The finding that names ``other``'s time as the steps' sleep (``profiler.diagnoses.waiting``).
 SLEEP_RULE = "sleep_in_steps"
+#: The findings that name ``other``'s time, and what the verdict calls it.
+OTHER_NAMED = {
+    SLEEP_RULE: "asleep in time.sleep",
+    "waits_for_workers": "waiting for a Pool's worker processes",
+}
 
 LABELS = {
     "compute": "compute (kernels)",
@@ -397,10 +402,12 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
     top = split[0]
     other = next((r for r in card["split"] if r["category"] == "other"), None)
     sleep = next((f for f in card["findings"] if f.get("rule") == SLEEP_RULE), None)
-    asleep = sleep is not None
-    if other is not None and other["us"] and other["share"] > top["share"] and asleep:
+    named = next(
+        (OTHER_NAMED[f["rule"]] for f in card["findings"] if f.get("rule") in OTHER_NAMED), None
+    )
+    if other is not None and other["us"] and other["share"] > top["share"] and named:
         head = (
-            f"Verdict: {_pct(other)} of the step is asleep in time.sleep, booked as other "
+            f"Verdict: {_pct(other)} of the step is {named}, booked as other "
             f"(the largest part at work: {top['label']} {_pct(top)}{_unmeasured(card)})"
         )
     elif other is not None and other["us"] and other["share"] > top["share"]:

@@ -298,3 +298,24 @@ def test_a_random_map_is_never_told_to_cache_after_it() -> None:
     assert ".cache() right after map(decode), the random map(rotate) after it" in fix
     assert "instead of 12 times" in fix and "windowing" not in fix
     assert "num_parallel_calls=1 or 2" in fix
+
+
+def test_the_scripts_own_worker_processes_are_not_other_processes_load() -> None:
+    import dataclasses
+    import multiprocessing
+
+    from profiler.analysis import stats
+    from profiler.capture import threads
+
+    # An evolution strategy's Pool workers kept ~1 core busy while its main process waited:
+    # "other processes kept 1.6 of this machine's 2 cores busy".
+    cpu = dataclasses.replace(_cpu(0.2, 0.2, machine_s=1.8), children_cpu_ns=int(1.0e9))
+    assert stats._others_cores(cpu) == pytest.approx(0.6)
+    # A child process is read as this process's, by its parent pid.
+    before = threads.read()
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        pool.map(sum, [range(3_000_000)] * 4)
+        after = threads.read()
+    assert before is not None and after is not None
+    assert after.children and (threads.window(before, after) or _cpu(0, 0)).children_cpu_ns > 0

@@ -78,6 +78,8 @@ class Analysis:
     #: Likewise for the samples reading data (``rules.DATA_LOADING`` and the native frames
     #: under it): the script's line that reads.
     loading: list[tuple[tuple[str, int, str], int]] = field(default_factory=list)
+    #: Likewise for the samples waiting for a Pool's map or apply (``rules.POOL_WAIT``).
+    pooled: list[tuple[tuple[str, int, str], int]] = field(default_factory=list)
 
 
 def _from_driver(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
@@ -134,6 +136,7 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
     asleep: Counter[tuple[str, int, str]] = Counter()
     queued: Counter[tuple[str, int, str]] = Counter()
     loading: Counter[tuple[str, int, str]] = Counter()
+    pooled: Counter[tuple[str, int, str]] = Counter()
     for s in inside:
         m = rules.match(s.frames)
         by_label[m.label] += s.count
@@ -150,6 +153,10 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
             waiter = _outside(s.frames[: m.frame], rules.QUEUE_WAIT, rules.POOL_STREAM)
             if waiter is not None:
                 queued[(waiter.file, waiter.line, waiter.function)] += s.count
+        elif m.rule == rules.POOL_WAIT:
+            waiter = _outside(s.frames[: m.frame], rules.POOL_WAIT)
+            if waiter is not None:
+                pooled[(waiter.file, waiter.line, waiter.function)] += s.count
         elif m.rule in (rules.DATA_LOADING, rules.DATA_LOADING_NATIVE):
             reader = _outside(s.frames[: m.frame], rules.DATA_LOADING)
             if reader is not None:
@@ -179,6 +186,7 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
         asleep=asleep.most_common(3),
         queued=queued.most_common(3),
         loading=loading.most_common(3),
+        pooled=pooled.most_common(3),
     )
 
 

@@ -60,6 +60,8 @@ SLEEP = "sleep"
 QUEUE_WAIT = "queue-wait"
 #: The row of a main thread taking a Pool's imap results: ``feed_fetch``, data in.
 POOL_STREAM = "pool-stream"
+#: The row of a main thread waiting for a Pool's map or apply: ``other``, work farmed out.
+POOL_WAIT = "pool-wait"
 #: The row of a reader of files (np.load, PIL, ...) inside the steps: ``feed_fetch``, data in.
 DATA_LOADING = "data-loading"
 DATA_LOADING_NATIVE = "data-loading-native"
@@ -174,7 +176,7 @@ RULES: tuple[Rule, ...] = (
         "pool.imap(load, files)): data in",
     ),
     Rule(
-        "pool-wait",
+        POOL_WAIT,
         OTHER,
         file=r"multiprocessing/(pool|connection)\.py$",
         native=False,

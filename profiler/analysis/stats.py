@@ -240,7 +240,9 @@ def distribution(
 def _others_cores(cpu: ThreadCpu | None) -> float | None:
     if cpu is None or cpu.machine_busy_ns is None or cpu.wall_ns <= 0:
         return None
-    return max(cpu.machine_busy_ns - cpu.process_cpu_ns, 0) / cpu.wall_ns
+    # The script's own child processes (a Pool's workers) are its work, not others' load.
+    own = cpu.process_cpu_ns + cpu.children_cpu_ns
+    return max(cpu.machine_busy_ns - own, 0) / cpu.wall_ns
 
 
 @dataclass(frozen=True, slots=True)

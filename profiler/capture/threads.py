@@ -48,6 +48,8 @@ class Reading:
     machine_busy_ns: int | None = None
     #: The native ids of the threads Python's ``threading`` knows, the main thread's aside.
     python_tids: frozenset[int] = frozenset()
+    #: The process's child processes: pid -> CPU ns (a Pool's workers).
+    children: dict[int, int] | None = None
 
 
 def supported() -> bool:
@@ -94,6 +96,27 @@ def _machine_busy(tick_ns: int) -> int | None:
     return (sum(ticks) - ticks[3] - ticks[4]) * tick_ns
 
 
+def _children(tick_ns: int) -> dict[int, int]:
+    """This process's child processes (a multiprocessing Pool's workers): pid -> CPU ns."""
+    me = os.getpid()
+    out: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        try:
+            if int(fields[1]) == me:
+                out[int(entry)] = (int(fields[11]) + int(fields[12])) * tick_ns
+        except (IndexError, ValueError):
+            continue
+    return out
+
+
 def read() -> Reading | None:
     """The process's clocks now; None where they cannot be read."""
     if not supported():
@@ -112,7 +135,15 @@ def read() -> Reading | None:
         python = frozenset(
             t.native_id for t in threading.enumerate() if t is not main and t.native_id
         )
-        return Reading(time.monotonic_ns(), time.process_time_ns(), main_ns, tasks, machine, python)
+        return Reading(
+            time.monotonic_ns(),
+            time.process_time_ns(),
+            main_ns,
+            tasks,
+            machine,
+            python,
+            _children(tick),
+        )
     except (OSError, ValueError, OverflowError):
         return None
 
@@ -168,4 +199,14 @@ def window(start: Reading | None, end: Reading | None) -> ThreadCpu | None:
             if end.machine_busy_ns is not None and start.machine_busy_ns is not None
             else None
         ),
+        children_cpu_ns=_children_used(start.children, end.children),
     )
+
+
+def _children_used(start: dict[int, int] | None, end: dict[int, int] | None) -> int:
+    """What the child processes alive at the window's end used in it (one started in it, all
+    its CPU)."""
+    if not end:
+        return 0
+    before = start or {}
+    return sum(max(ns - before.get(pid, 0), 0) for pid, ns in end.items())

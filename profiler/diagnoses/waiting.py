@@ -48,6 +48,11 @@ QUEUE_SHARE = 0.30
 QUEUE_MIN_LOW = 0.20
 
 
+#: The share of the loop's time waiting for a Pool's map or apply worth a finding.
+POOL_SHARE = 0.30
+POOL_MIN_LOW = 0.20
+
+
 #: The share of the loop's time reading data on the steps' thread worth a finding, its
 #: interval's low end above ``LOAD_MIN_LOW``.
 LOAD_SHARE = 0.20
@@ -64,7 +69,13 @@ def wait_facts(f: dict[str, Any], trace: Any) -> None:
     if not a.total:
         return
     mean = _mean_step_us(trace) or float(f.get("step_us") or 0.0)
-    for key, found in (("sleep", a.asleep), ("queue", a.queued), ("load", a.loading)):
+    waits = (
+        ("sleep", a.asleep),
+        ("queue", a.queued),
+        ("load", a.loading),
+        ("pool", a.pooled),
+    )
+    for key, found in waits:
         n = sum(c for _line, c in found)
         if not n:
             continue
@@ -230,5 +241,33 @@ RULES: tuple[Rule, ...] = (
             "overlaps the steps: up to {load_us:,.0f} µs a step."
         ),
         cost="load_us",
+    ),
+    Rule(
+        id="waits_for_workers",
+        subject="workload",
+        needs=(
+            "label",
+            "pool_share",
+            "pool_low",
+            "pool_pct",
+            "pool_interval_pts",
+            "pool_us",
+            "pool_where",
+            "mean_step_us",
+        ),
+        when=lambda f: f["pool_share"] >= POOL_SHARE and f["pool_low"] >= POOL_MIN_LOW,
+        message=(
+            "{label}: the main process waits for its Pool's worker processes "
+            "{pool_pct:.0f}% ±{pool_interval_pts:.0f} of the loop's time ({pool_us:,.0f} µs of "
+            "the {mean_step_us:,.0f} µs mean step, in a map or apply at {pool_where}): the "
+            "work is the workers', which this profile does not split (booked as other)."
+        ),
+        fix=(
+            "The function the pool runs is the cost: profile it on its own (a script calling "
+            "it in a loop), make it cheaper or give it more data per call (fewer, larger "
+            "tasks: chunksize), and give the pool a process per free core; the main process "
+            "idles meanwhile, so its own work can overlap the map (map_async)."
+        ),
+        cost="pool_us",
     ),
 )

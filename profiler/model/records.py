@@ -514,6 +514,8 @@ class ThreadCpu:
             None: no TensorFlow runtime thread was found.
         machine_busy_ns: every core's time not idle (``/proc/stat``: this process and every
             other), summed over the cores; None where not read.
+        children_cpu_ns: the process's child processes' CPU time (a multiprocessing Pool's
+            workers): the script's own work, not another process's load.
     """
 
     wall_ns: int
@@ -527,6 +529,7 @@ class ThreadCpu:
     machine_busy_ns: int | None = None
     python_threads_cpu_ns: int = 0
     late_cpu_ns: int | None = None
+    children_cpu_ns: int = 0
 
 
 PHASE_DATA["timed"] = ThreadCpu
