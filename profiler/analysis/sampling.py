@@ -94,6 +94,20 @@ def _leaf_python(frames: tuple[Frame, ...]) -> Frame | None:
     return next((f for f in reversed(frames) if not f.native), None)
 
 
+#: The rows whose samples are a wait or a read of the script's, by the ``Analysis`` field that
+#: counts them per line, and the rows whose frames are the waiting code's own (the line is the
+#: innermost Python frame outside them).
+_QUEUES = (rules.QUEUE_WAIT, rules.POOL_STREAM)
+_WAIT_ROWS: dict[str, tuple[str, tuple[str, ...]]] = {
+    rules.SLEEP: ("asleep", ()),
+    rules.QUEUE_WAIT: ("queued", _QUEUES),
+    rules.POOL_STREAM: ("queued", _QUEUES),
+    rules.POOL_WAIT: ("pooled", (rules.POOL_WAIT,)),
+    rules.DATA_LOADING: ("loading", (rules.DATA_LOADING,)),
+    rules.DATA_LOADING_NATIVE: ("loading", (rules.DATA_LOADING,)),
+}
+
+
 def _outside(frames: tuple[Frame, ...], *rows: str) -> Frame | None:
     """The innermost Python frame none of ``rows`` fits (the script's line that waits on a
     queue, or reads a file, rather than the queue's or the reader's own code)."""
@@ -133,10 +147,9 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
     stacks: Counter[tuple[tuple[Frame, ...], str, str]] = Counter()
     lines: Counter[tuple[str, int, str]] = Counter()
     line_labels: dict[tuple[str, int, str], Counter[str]] = {}
-    asleep: Counter[tuple[str, int, str]] = Counter()
-    queued: Counter[tuple[str, int, str]] = Counter()
-    loading: Counter[tuple[str, int, str]] = Counter()
-    pooled: Counter[tuple[str, int, str]] = Counter()
+    waits: dict[str, Counter[tuple[str, int, str]]] = {
+        name: Counter() for name, _rows in _WAIT_ROWS.values()
+    }
     for s in inside:
         m = rules.match(s.frames)
         by_label[m.label] += s.count
@@ -147,20 +160,12 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
             key = (leaf.file, leaf.line, leaf.function)
             lines[key] += s.count
             line_labels.setdefault(key, Counter())[m.label] += s.count
-            if m.rule == rules.SLEEP:
-                asleep[key] += s.count
-        if m.rule in (rules.QUEUE_WAIT, rules.POOL_STREAM):
-            waiter = _outside(s.frames[: m.frame], rules.QUEUE_WAIT, rules.POOL_STREAM)
-            if waiter is not None:
-                queued[(waiter.file, waiter.line, waiter.function)] += s.count
-        elif m.rule == rules.POOL_WAIT:
-            waiter = _outside(s.frames[: m.frame], rules.POOL_WAIT)
-            if waiter is not None:
-                pooled[(waiter.file, waiter.line, waiter.function)] += s.count
-        elif m.rule in (rules.DATA_LOADING, rules.DATA_LOADING_NATIVE):
-            reader = _outside(s.frames[: m.frame], rules.DATA_LOADING)
-            if reader is not None:
-                loading[(reader.file, reader.line, reader.function)] += s.count
+        wait = _WAIT_ROWS.get(m.rule)
+        if wait is not None:
+            name, rows = wait
+            at = _outside(s.frames[: m.frame], *rows)
+            if at is not None:
+                waits[name][(at.file, at.line, at.function)] += s.count
     top_stacks = [
         (n, label, rule, frames)
         for (frames, label, rule), n in sorted(
@@ -183,10 +188,10 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
         ticks=sum(s.count for s in main),
         input_python=input_python,
         input_functions=dict(input_functions.most_common(3)),
-        asleep=asleep.most_common(3),
-        queued=queued.most_common(3),
-        loading=loading.most_common(3),
-        pooled=pooled.most_common(3),
+        asleep=waits["asleep"].most_common(3),
+        queued=waits["queued"].most_common(3),
+        loading=waits["loading"].most_common(3),
+        pooled=waits["pooled"].most_common(3),
     )
 
 

@@ -79,13 +79,7 @@ def wait_facts(f: dict[str, Any], trace: Any) -> None:
         n = sum(c for _line, c in found)
         if not n:
             continue
-        share = n / a.total
-        half = 1.96 * (share * (1 - share) / a.total) ** 0.5
-        f[f"{key}_share"] = share
-        f[f"{key}_low"] = share - half
-        f[f"{key}_pct"] = 100 * share
-        f[f"{key}_interval_pts"] = 100 * half
-        f[f"{key}_us"] = share * mean
+        _put_share(f, key, n / a.total, a.total, mean)
         (file, line, function), _n = found[0]
         where = _where(trace, file, line, function)
         # Other lines holding a quarter of it too (the labels' file read beside the inputs').
@@ -106,6 +100,17 @@ def wait_facts(f: dict[str, Any], trace: Any) -> None:
         f["overhead_pct"] = 100 * f["overhead_us"] / float(f["step_us"])
 
 
+def _put_share(f: dict[str, Any], key: str, share: float, samples: int, mean_us: float) -> None:
+    """``{key}_share``, its 95% interval (``_low``, ``_interval_pts``: binomial over
+    ``samples``), ``_pct`` and ``_us`` (of the mean step)."""
+    half = 1.96 * (share * (1 - share) / samples) ** 0.5
+    f[f"{key}_share"] = share
+    f[f"{key}_low"] = share - half
+    f[f"{key}_pct"] = 100 * share
+    f[f"{key}_interval_pts"] = 100 * half
+    f[f"{key}_us"] = share * mean_us
+
+
 #: A script's line that sleeps (its text, from the lines phase).
 _SLEEP_CALL = re.compile(r"(^|[^\w.])(time\.)?sleep\(")
 
@@ -118,12 +123,7 @@ def _sleep_from_hot_line(f: dict[str, Any], total: int) -> None:
     if not _SLEEP_CALL.search(source) or not f.get("hot_line_share_pct"):
         return
     share = min(float(f["hot_line_share_pct"]) / 100, 1.0)
-    half = 1.96 * (share * (1 - share) / total) ** 0.5
-    f["sleep_share"] = share
-    f["sleep_low"] = share - half
-    f["sleep_pct"] = 100 * share
-    f["sleep_interval_pts"] = 100 * half
-    f["sleep_us"] = share * float(f.get("mean_step_us") or f.get("step_us") or 0.0)
+    _put_share(f, "sleep", share, total, float(f.get("mean_step_us") or f.get("step_us") or 0.0))
     f["sleep_where"] = f"line {f.get('hot_line')} (`{source}`), in {f.get('hot_line_function')}"
     f["sleep_booked"] = "Python"
     f.pop("hot_line_us", None)
@@ -149,125 +149,95 @@ def _where(trace: Any, file: str, line: int, function: str) -> str:
     return f"line {line} of {name}{text}, in {function}"
 
 
+def _wait_rule(
+    id: str,
+    key: str,
+    share: float,
+    low: float,
+    message: str,
+    fix: str,
+    needs: tuple[str, ...] = (),
+    tf_data_says_it: bool = False,
+) -> Rule:
+    """A finding on one kind of wait (``key``: its facts ``{key}_share`` ... ``{key}_where``),
+    from ``share`` of the loop's time with its interval's low end above ``low``; with
+    ``tf_data_says_it``, not where a tf.data pipeline's wait was measured (``input_bound``
+    says it, with the pipeline's stages and their fix)."""
+    fields = ("share", "low", "pct", "interval_pts", "us", "where")
+
+    def when(f: Any) -> bool:
+        return (
+            f[f"{key}_share"] >= share
+            and f[f"{key}_low"] >= low
+            and not (tf_data_says_it and f.get("input_pct") is not None)
+        )
+
+    return Rule(
+        id=id,
+        subject="workload",
+        needs=("label", *(f"{key}_{x}" for x in fields), *needs, "mean_step_us"),
+        when=when,
+        message=message,
+        fix=fix,
+        cost=f"{key}_us",
+    )
+
+
 RULES: tuple[Rule, ...] = (
-    Rule(
-        id="sleep_in_steps",
-        subject="workload",
-        needs=(
-            "label",
-            "step_us",
-            "sleep_share",
-            "sleep_low",
-            "sleep_pct",
-            "sleep_interval_pts",
-            "sleep_us",
-            "sleep_where",
-            "sleep_booked",
-            "mean_step_us",
-        ),
-        when=lambda f: f["sleep_share"] >= SLEEP_SHARE and f["sleep_low"] >= SLEEP_MIN_LOW,
-        message=(
-            "{label}: the steps sleep {sleep_pct:.0f}% ±{sleep_interval_pts:.0f} of the loop's "
-            "time ({sleep_us:,.0f} µs of the {mean_step_us:,.0f} µs mean step, in time.sleep "
-            "called at {sleep_where}): time in no work, booked as {sleep_booked}."
-        ),
-        fix=(
-            "Take the sleep out of the training loop (a throttle for printing or polling "
-            "belongs outside the steps, or behind a check that runs every N steps): the step "
-            "would lose about {sleep_us:,.0f} µs."
-        ),
-        cost="sleep_us",
+    _wait_rule(
+        "sleep_in_steps",
+        "sleep",
+        SLEEP_SHARE,
+        SLEEP_MIN_LOW,
+        "{label}: the steps sleep {sleep_pct:.0f}% ±{sleep_interval_pts:.0f} of the loop's "
+        "time ({sleep_us:,.0f} µs of the {mean_step_us:,.0f} µs mean step, in time.sleep "
+        "called at {sleep_where}): time in no work, booked as {sleep_booked}.",
+        "Take the sleep out of the training loop (a throttle for printing or polling belongs "
+        "outside the steps, or behind a check that runs every N steps): the step would lose "
+        "about {sleep_us:,.0f} µs.",
+        needs=("step_us", "sleep_booked"),
     ),
-    Rule(
-        id="waits_for_batches",
-        subject="workload",
-        needs=(
-            "label",
-            "queue_share",
-            "queue_low",
-            "queue_pct",
-            "queue_interval_pts",
-            "queue_us",
-            "queue_where",
-            "mean_step_us",
-        ),
-        # A tf.data pipeline's wait is input_bound's (its stages and their fix).
-        when=lambda f: (
-            f["queue_share"] >= QUEUE_SHARE
-            and f["queue_low"] >= QUEUE_MIN_LOW
-            and f.get("input_pct") is None
-        ),
-        message=(
-            "{label} waits for its batches: {queue_pct:.0f}% ±{queue_interval_pts:.0f} of the "
-            "loop's time ({queue_us:,.0f} µs of the {mean_step_us:,.0f} µs mean step) is the "
-            "main thread waiting on a queue (or a Pool's imap) another thread or process fills, at "
-            "{queue_where}: the batches are made slower than the steps use them."
-        ),
-        fix=(
-            "Make each batch faster where it is made (per-sample Python in the producer as "
-            "array operations on the whole batch), make them in several processes (Python "
-            "work in threads shares one interpreter lock), or once before the loop if they are "
-            "the same every epoch: the steps would lose up to {queue_us:,.0f} µs of waiting."
-        ),
-        cost="queue_us",
+    _wait_rule(
+        "waits_for_batches",
+        "queue",
+        QUEUE_SHARE,
+        QUEUE_MIN_LOW,
+        "{label} waits for its batches: {queue_pct:.0f}% ±{queue_interval_pts:.0f} of the "
+        "loop's time ({queue_us:,.0f} µs of the {mean_step_us:,.0f} µs mean step) is the main "
+        "thread waiting on a queue (or a Pool's imap) another thread or process fills, at "
+        "{queue_where}: the batches are made slower than the steps use them.",
+        "Make each batch faster where it is made (per-sample Python in the producer as array "
+        "operations on the whole batch), make them in several processes (Python work in "
+        "threads shares one interpreter lock), or once before the loop if they are the same "
+        "every epoch: the steps would lose up to {queue_us:,.0f} µs of waiting.",
+        tf_data_says_it=True,
     ),
-    Rule(
-        id="loads_in_steps",
-        subject="workload",
-        needs=(
-            "label",
-            "load_share",
-            "load_low",
-            "load_pct",
-            "load_interval_pts",
-            "load_us",
-            "load_where",
-            "mean_step_us",
-        ),
-        when=lambda f: (
-            f["load_share"] >= LOAD_SHARE
-            and f["load_low"] >= LOAD_MIN_LOW
-            and f.get("input_pct") is None
-        ),
-        message=(
-            "{label} reads its data inside the steps: {load_pct:.0f}% ±{load_interval_pts:.0f} "
-            "of the loop's time ({load_us:,.0f} µs of the {mean_step_us:,.0f} µs mean step) "
-            "reads or decodes files at {load_where}, on the thread that runs the steps."
-        ),
-        fix=(
-            "Read the data once before the loop where it fits in memory, or read it beside the "
-            "steps (a tf.data pipeline over the file names with a parallel map that reads and "
-            ".prefetch(tf.data.AUTOTUNE), or a loader process feeding a queue), so reading "
-            "overlaps the steps: up to {load_us:,.0f} µs a step."
-        ),
-        cost="load_us",
+    _wait_rule(
+        "loads_in_steps",
+        "load",
+        LOAD_SHARE,
+        LOAD_MIN_LOW,
+        "{label} reads its data inside the steps: {load_pct:.0f}% ±{load_interval_pts:.0f} of "
+        "the loop's time ({load_us:,.0f} µs of the {mean_step_us:,.0f} µs mean step) reads or "
+        "decodes files at {load_where}, on the thread that runs the steps.",
+        "Read the data once before the loop where it fits in memory, or read it beside the "
+        "steps (a tf.data pipeline over the file names with a parallel map that reads and "
+        ".prefetch(tf.data.AUTOTUNE), or a loader process feeding a queue), so reading "
+        "overlaps the steps: up to {load_us:,.0f} µs a step.",
+        tf_data_says_it=True,
     ),
-    Rule(
-        id="waits_for_workers",
-        subject="workload",
-        needs=(
-            "label",
-            "pool_share",
-            "pool_low",
-            "pool_pct",
-            "pool_interval_pts",
-            "pool_us",
-            "pool_where",
-            "mean_step_us",
-        ),
-        when=lambda f: f["pool_share"] >= POOL_SHARE and f["pool_low"] >= POOL_MIN_LOW,
-        message=(
-            "{label}: the main process waits for its Pool's worker processes "
-            "{pool_pct:.0f}% ±{pool_interval_pts:.0f} of the loop's time ({pool_us:,.0f} µs of "
-            "the {mean_step_us:,.0f} µs mean step, in a map or apply at {pool_where}): the "
-            "work is the workers', which this profile does not split (booked as other)."
-        ),
-        fix=(
-            "The function the pool runs is the cost: profile it on its own (a script calling "
-            "it in a loop), make it cheaper or give it more data per call (fewer, larger "
-            "tasks: chunksize), and give the pool a process per free core; the main process "
-            "idles meanwhile, so its own work can overlap the map (map_async)."
-        ),
-        cost="pool_us",
+    _wait_rule(
+        "waits_for_workers",
+        "pool",
+        POOL_SHARE,
+        POOL_MIN_LOW,
+        "{label}: the main process waits for its Pool's worker processes {pool_pct:.0f}% "
+        "±{pool_interval_pts:.0f} of the loop's time ({pool_us:,.0f} µs of the "
+        "{mean_step_us:,.0f} µs mean step, in a map or apply at {pool_where}): the work is the "
+        "workers', which this profile does not split (booked as other).",
+        "The function the pool runs is the cost: profile it on its own (a script calling it in "
+        "a loop), make it cheaper or give it more data per call (fewer, larger tasks: "
+        "chunksize), and give the pool a process per free core; the main process idles "
+        "meanwhile, so its own work can overlap the map (map_async).",
     ),
 )

@@ -907,15 +907,16 @@ class LoopMarks:
                 self._step()
 
     def end(self, k: int) -> None:
-        if self.ident() != self.main:
-            return
         if self.decided:
-            if k == self.chosen and self.in_step:
+            # Every loop's end runs this: only the chosen one's pays for the thread check.
+            if k == self.chosen and self.in_step and self.ident() == self.main:
                 self.in_step = False
                 self.driver.block -= 1
                 self.counter.steps += 1
                 self.driver.boundary()
                 self.driver.left_loop()
+            return
+        if self.ident() != self.main:
             return
         last = self.last[k]
         if last and (self.candidate[k] or self.tally[k]):
