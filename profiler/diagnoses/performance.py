@@ -115,6 +115,10 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         f["python_dispatch_pct"] = 100 * f["python_dispatch_us"] / step
     if step and typ["tracing"] is not None:
         f["tracing_pct"] = 100 * typ["tracing"] / step
+        # Its 95% interval's low end (None: no interval): a share whose interval reaches zero
+        # is not shown to be there, and no generic tracing finding fires on it.
+        low = att.share_interval.get("tracing")
+        f["tracing_low_pct"] = 100 * low[0] if low is not None else None
     for pair in (experiments or {}).get("pairs", []):
         key = pair.get("id")
         if key and pair["baseline"] == spec.name and pair["status"] == "ok":
@@ -772,6 +776,12 @@ def _session_overhead_facts(f: dict[str, Any]) -> None:
     )
 
 
+def _tracing_shown(f: Facts) -> bool:
+    """Whether the tracing share's 95% interval excludes zero (no interval: its figure stands)."""
+    low = f.get("tracing_low_pct")
+    return low is None or low > 0
+
+
 def _tracing_in_calls(f: Facts) -> bool:
     """Whether predict or evaluate calls inside the steps take as much of a step as its
     tracing: each call builds its dataset's functions anew, so the tracing recurs."""
@@ -1317,7 +1327,10 @@ RULES: tuple[Rule, ...] = (
         subject="workload",
         needs=("label", "tracing_us", "tracing_pct", "library_where"),
         when=lambda f: (
-            f["tracing_pct"] >= 1 and f.get("retrace_fn") is None and f.get("ops_per_step") is None
+            f["tracing_pct"] >= 1
+            and _tracing_shown(f)
+            and f.get("retrace_fn") is None
+            and f.get("ops_per_step") is None
         ),
         message="{label}: {tracing_us:,.0f} µs per steady-state step ({tracing_pct:.1f}%) goes to "
         "tracing in {library_where}.",
@@ -1375,6 +1388,7 @@ RULES: tuple[Rule, ...] = (
         needs=("label", "tracing_us", "tracing_pct"),
         when=lambda f: (
             f["tracing_pct"] >= 1
+            and _tracing_shown(f)
             and not f.get("one_off_tracing")
             and f["uses_function"]
             and f.get("retrace_fn") is None
