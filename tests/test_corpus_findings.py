@@ -330,6 +330,15 @@ def test_long_steps_count_at_their_period_the_instrumented_windows_included() ->
     assert d.message.startswith(
         "s.py: one step in every 300 of the run took 40 ms more than a 500 µs step (80× it; "
     )
+    # The what-ifs' steps are not looked at: min-char-rnn's check every 100 steps, 12 of 59
+    # in the what-ifs' span, read "one step in every 200" (80% at 200, 47 of 59 at 100).
+    checks = [row(s, "") for s in range(76, 5900, 100) if not 986 <= s < 2208]
+    rnn = trace(checks)
+    rnn.script["steps"] = 5976
+    rnn.script["long_steps"]["spans"] = [{"phase": "whatif", "from": 986, "to": 2208}]
+    h = {"label": "s.py", "step_us": 2693.0}
+    rules.long_facts(h, rnn)
+    assert h["long_period"] == 100 and h["long_count"] == 47
     # Long steps at no period (a busy machine's preempted steps) get none.
     g = {"label": "s.py", "step_us": 500.0}
     scattered = [row(s, "") for s in (31, 32, 33, 37, 54, 140, 141, 700, 1333, 2001, 2950)]

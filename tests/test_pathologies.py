@@ -111,6 +111,38 @@ def test_the_loop_nearest_a_training_step_is_chosen_and_its_iterations_become_st
     assert {lp["line"] for lp in record["loops"]} == {10, 11, 12}
 
 
+def test_a_loop_of_a_function_called_again_and_again_waits_for_the_loop_around_it():
+    # min-char-rnn: the training loop's first iteration runs a gradient check calling lossFun
+    # (its loop over 25 characters) 100 times, ~0.3 s; the character loop was chosen after
+    # 0.25 s, its 37 µs iterations the steps ("one step in every 25 is 50x a normal step").
+    clock = _Clock()
+    driver = _free_driver(clock)
+    sites = [_site(0, 108), _site(1, 41)]
+    marks = detect.LoopMarks(driver, sites)
+
+    def loss_fun() -> None:
+        for _ in range(25):
+            marks.mark(1)
+            clock.t += 40_000
+        marks.end(1)
+
+    for n in range(400):
+        marks.mark(0)
+        for _ in range(100 if n % 100 == 0 else 1):  # the check every 100th iteration
+            loss_fun()
+        clock.t += 100_000
+    marks.end(0)
+    assert marks.decided and sites[marks.chosen].line == 108, marks.why
+    # A loop inside the steps that runs to its end once an iteration (a batch loop inside an
+    # epoch's) is chosen as before: the epoch loop's first iteration is no reason to wait.
+    clock = _Clock()
+    driver = _free_driver(clock)
+    sites = [_site(0, 10), _site(1, 11), _site(2, 12)]
+    marks = detect.LoopMarks(driver, sites)
+    _run_loops(marks, clock, epochs=3, batches=200, batch_ns=2_000_000)
+    assert marks.decided and sites[marks.chosen].line == 11
+
+
 def _free_driver(clock: _Clock) -> StepDriver:
     """A driver with no schedule behind it (its steps are counted, nothing waits for them)."""
     driver = StepDriver(clock)

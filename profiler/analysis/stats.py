@@ -392,6 +392,8 @@ def period(at: list[int], observed: list[int]) -> tuple[int | None, float, list[
 
 def _tail(m: int, h: int, q: float) -> float:
     """P(X >= h) for X ~ Binomial(m, q)."""
+    if h > m:
+        return 0.0
     if q >= 1.0:
         return 1.0
     if q <= 0.0:

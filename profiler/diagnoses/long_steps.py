@@ -69,7 +69,17 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
     at = [int(r["step"]) for r in rows]
     p, picked = None, set()
     if len(rows) >= MIN_LONG:
-        p, _, at_period = stats.period(at, list(range(warm, steps)))
+        # The what-ifs' steps were not looked at (their variants run another loop): counted
+        # as looked at, a long step every 100 read "every 200", the 12 in the what-ifs' 1,200
+        # steps taken as steps at the period that were not long.
+        skipped = [
+            (int(sp["from"]), int(sp["to"]))
+            for sp in record.get("spans") or ()
+            if sp.get("phase") == "whatif"
+        ]
+        observed = [i for i in range(warm, steps) if not any(a <= i < e for a, e in skipped)]
+        seen = set(observed)
+        p, _, at_period = stats.period([i for i in at if i in seen], observed or [warm])
         picked = set(at_period)
     if p is not None:
         kept = [r for r in rows if int(r["step"]) in picked]

@@ -62,8 +62,10 @@ def loop_facts(f: dict[str, Any], trace: Any) -> None:
             step["line"] < lp["line"] <= (step.get("end_line") or lp["line"])
         ):
             continue  # beside the step's loop, not inside it (a loop before or after it)
-        per_step = lp["iterations"] / steps
-        share = per_step * lp["mean_us"] / step["mean_us"]
+        # The typical step's count and time where the watcher kept them: the means count a
+        # step that runs something once in a while (a gradient check every 100th) as many.
+        per_step = lp["per_step"] if "per_step" in lp else lp["iterations"] / steps
+        share = per_step * lp["mean_us"] / (auto.get("step_median_us") or step["mean_us"])
         if per_step >= MIN_PER_STEP and share <= MAX_SHARE:
             found.append((lp, share, per_step))
     if not found:

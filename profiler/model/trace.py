@@ -473,7 +473,7 @@ def _convert(tp: Any, data: Any) -> Any:
         return dataclasses.replace(_convert(tp, {**data, "data": None}), data=body)
     if dataclasses.is_dataclass(tp):
         kwargs = {}
-        for name, hint in _field_types(tp):
+        for name, hint in _field_types(typing.cast(type, tp)):
             if name in data:
                 kwargs[name] = _convert(hint, data[name])
         return typing.cast(Any, tp)(**kwargs)

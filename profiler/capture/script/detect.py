@@ -791,6 +791,8 @@ MIN_ITERATION_NS = 2_500
 #: A loop most of whose first ``EARLY_ITERATIONS`` (or more) timed iterations are under this is
 #: no longer timed (too short ever to be chosen; timing it costs the script ~0.8 µs an iteration).
 DROP_ITERATION_NS = 1_500
+#: Iteration starts kept per candidate loop while watched (``LoopMarks.typical``).
+SNAPS_MAX = 512
 #: The step time a training loop's iteration is typically near (log scale): an epoch loop is
 #: far above it, a loop over the samples or layers of one batch far below.
 TARGET_STEP_NS = 10_000_000
@@ -830,6 +832,11 @@ class LoopMarks:
         self.last = [0] * n
         #: When each loop's first iteration started (the chosen loop's are watched, not steps).
         self.began = [0] * n
+        #: How many times each candidate loop ran to its end while it was watched.
+        self.ends = [0] * n
+        #: Per candidate, at each of its iterations' starts while watched (up to SNAPS_MAX):
+        #: the time and every loop's count, for the typical iteration (``typical``).
+        self.snaps: list[list[tuple[int, list[int]]]] = [[] for _ in range(n)]
         #: The chosen loop's iterations before its first step.
         self.watched_n = 0
         self.first_ns = 0
@@ -889,6 +896,8 @@ class LoopMarks:
             # DECIDE_MAX_S made a 0.8 s script take 8.5 s).
             self.candidate[k] = False
             self.tally[k] = False
+        elif len(self.snaps[k]) < SNAPS_MAX:
+            self.snaps[k].append((t, self.count.copy()))
         self.active_ns = t
         watched = t - self.first_ns
         if watched >= DECIDE_S * 1e9 or (
@@ -897,8 +906,12 @@ class LoopMarks:
             if watched < DECIDE_MAX_S * 1e9 and t - self.checked < RECHECK_S * 1e9:
                 return
             self.checked = t
-            if watched < DECIDE_MAX_S * 1e9 and self._best(watched) is None:
-                return  # no candidate yet: a loop of long iterations has not had two
+            if watched < DECIDE_MAX_S * 1e9:
+                best = self._best(watched)
+                if best is None:
+                    return  # no candidate yet: a loop of long iterations has not had two
+                if self._inside_first(best[0]):
+                    return  # the loop around it has not had two iterations yet
             self._decide(watched)
             if self.chosen >= 0:
                 # The iteration this mark began is the first step when its loop is chosen.
@@ -918,6 +931,8 @@ class LoopMarks:
             return
         if self.ident() != self.main:
             return
+        if self.candidate[k]:
+            self.ends[k] += 1
         last = self.last[k]
         if last and (self.candidate[k] or self.tally[k]):
             now = self.driver.clock()
@@ -984,6 +999,45 @@ class LoopMarks:
             if best is None or score < best[0]:
                 best = (score, k, mean)
         return (best[1], best[2]) if best is not None else None
+
+    def typical(self) -> tuple[float | None, dict[int, float]]:
+        """The chosen loop's median iteration while watched (µs; None: fewer than two), and
+        per other loop its median count of iterations in one of them: a step that runs
+        something once in a while (min-char-rnn's gradient check, 101 runs of lossFun's loops
+        at its first iteration) made the means read 145 iterations a step, not 25."""
+        import itertools
+        import statistics
+
+        snaps = self.snaps[self.chosen] if self.chosen >= 0 else []
+        if len(snaps) < 3:
+            return None, {}
+        pairs = list(itertools.pairwise(snaps))
+        step_us = statistics.median(b[0] - a[0] for a, b in pairs) / 1e3
+        counts = {
+            k: float(statistics.median(b[1][k] - a[1][k] for a, b in pairs))
+            for k in range(len(self.sites))
+            if k != self.chosen and self.count[k]
+        }
+        return step_us, counts
+
+    def _inside_first(self, k: int) -> bool:
+        """Whether loop ``k`` ran to its end twice or more inside the first iterations of
+        another candidate, begun before it, that has not had two timed iterations: a loop of
+        a function the steps call again and again (min-char-rnn's loop over the 25 characters
+        of lossFun, run 100 times by the gradient check inside the first iteration of the
+        training loop, was chosen, its steps 37 µs), not the steps; the choice waits for the
+        loop around it (no other candidate having timed iterations to weigh it against)."""
+        if self.ends[k] < 2:
+            return False
+        around = False
+        for j in range(len(self.sites)):
+            if j == k or not self.candidate[j]:
+                continue
+            if self.timed[j] >= 2:
+                return False
+            if self.count[j] and self.last[j] and self.began[j] < self.began[k]:
+                around = True
+        return around
 
     def _decide(self, watched: int) -> None:
         self.decided = True
@@ -1073,6 +1127,7 @@ class LoopMarks:
         if site is None and self.choose and self.first_ns and not self.driver.started:
             best = self._best(self._watched())
             candidate = self.sites[best[0]] if best is not None else None
+        step_us, per_step = self.typical()
         return {
             "chosen_line": site.line if site is not None else None,
             "candidate_line": candidate.line if candidate is not None else None,
@@ -1085,6 +1140,8 @@ class LoopMarks:
             # The chosen loop's iterations before its first step, and their time.
             "watched_iterations": watched,
             "watched_s": round(watched_ns / 1e9, 3),
+            # The chosen loop's median iteration while watched (None: fewer than two timed).
+            "step_median_us": round(step_us, 3) if step_us is not None else None,
             "loops": [
                 {
                     "line": s.line,
@@ -1098,6 +1155,9 @@ class LoopMarks:
                     "mean_us": round(self.total_ns[k] / self.timed[k] / 1e3, 3)
                     if self.timed[k]
                     else None,
+                    # Its median count of iterations in one of the chosen loop's (absent:
+                    # not measured).
+                    **({"per_step": per_step[k]} if k in per_step else {}),
                 }
                 for k, s in enumerate(self.sites)
                 if self.count[k]
