@@ -96,6 +96,28 @@ def test_in_a_loop_the_automatic_step_found_only_logging_lines_count(
         )
 
 
+@pytest.mark.parametrize(
+    ("source", "whole"),
+    [
+        ("X_shuf, y_shuf = X_train[perm], y_train[perm]", True),
+        ("x = data[shuffled_idx]", True),
+        ("xb = X[perm[i : i + batch_size]]", False),
+        ("imgs = X_train[idx]", False),
+    ],
+)
+def test_a_line_copying_the_whole_data_set_in_a_new_order_is_told_to_shuffle_once(
+    source: str, whole: bool
+) -> None:
+    # A train_on_batch loop shuffling its 60,000 rows at every batch: 91% of the step without
+    # the profiler, told "logging, metrics or an evaluation every N steps".
+    from profiler.diagnoses import step_lines
+
+    fix = step_lines._fix("<module>", source)
+    assert fix.startswith("It copies the whole data set in a new order at every step") is whole
+    if whole:
+        assert "X[perm[i:i + batch_size]]" in fix
+
+
 def test_a_line_calling_a_function_that_calls_the_step_holds_the_step_and_is_not_named() -> None:
     # A DQN's loop calls agent.replay(batch_size), whose replay calls fit on one batch: that
     # line read 53% of a step, the step itself. Its env.step line, the script's own work

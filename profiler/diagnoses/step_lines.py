@@ -60,6 +60,12 @@ LOGGING_LINE = re.compile(
 INPUT_LINE = re.compile(r"^(async\s+)?(for|while)\b|.*\bnext\(")
 #: A line making the step's batch (``generate_batch(...)``, ``next_batch(...)``, ``load_batch``).
 BATCH_LINE = re.compile(r"\b\w*(batch|generate|prepare|augment)\w*\s*\(", re.IGNORECASE)
+#: An array indexed whole by a permutation (``X[perm]``, ``x[shuffled_idx]``): a shuffled copy
+#: of the data set, not of one batch (a slice of the index, ``perm[i:i + b]``, is a batch).
+WHOLE_GATHER = re.compile(
+    r"\b\w+\[\s*(perm|shuffl)\w*\s*\]",
+    re.IGNORECASE,
+)
 #: A Keras callback's per-batch methods.
 PER_BATCH = re.compile(r"(^|\.)on_(train_|test_|predict_)?batch_(begin|end)$")
 
@@ -296,6 +302,14 @@ def _fix(function: str, source: str) -> str:
         return (
             "Log, print or update the progress bar every N steps (if step % N == 0), not every "
             "step: it is the script's own work, not the model's"
+        )
+    if WHOLE_GATHER.search(source):
+        # A train_on_batch loop shuffling its 60,000 rows at every batch (X_train[perm]):
+        # 91% of the step without the profiler, told "logging ... every N steps".
+        return (
+            "It copies the whole data set in a new order at every step (an array indexed by a "
+            "permutation of all its rows): shuffle once an epoch, before the batch loop, and "
+            "take each batch as X[perm[i:i + batch_size]], a copy of one batch's rows"
         )
     if BATCH_LINE.search(source):
         # word2vec's generate_batch was told "logging, metrics or an evaluation every N steps".
