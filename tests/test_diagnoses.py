@@ -666,6 +666,43 @@ def test_one_fast_block_among_level_ones_is_no_growth_but_a_steady_rise_is() -> 
     ]
 
 
+def test_a_rise_in_the_timed_window_that_the_runs_last_steps_do_not_show_is_no_growth() -> None:
+    # A healthy fit beside other work: "+49,093 µs every 100 steps (272.8% of the step), in the
+    # timed window" of 18 ms steps; its epochs' medians 19, 20, 18, 16, 11 ms (all overlapping
+    # an instrumented window, so no trend across them).
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    step_ns = 18_000_000
+    durations = [step_ns + 500_000 * i for i in range(60)]  # rising steadily in the window
+    bounds = [0]
+    for d in durations:
+        bounds.append(bounds[-1] + d)
+    window = Window("timed", (Segment(120, tuple(bounds)),))
+    medians = [19.4, 20.1, 18.2, 16.3, 11.4]
+    rows = [
+        {"from_step": 110 * i, "to_step": 110 * i + 109, "median_us": 1e3 * m, "instrumented": True}
+        for i, m in enumerate(medians)
+    ]
+
+    def found(rows: list[dict]) -> set[str]:
+        timed = SimpleNamespace(window=window)
+        trace = SimpleNamespace(
+            script={"blocks": rows},
+            phase=lambda name: timed if name == "timed" else None,
+            work=SimpleNamespace(units_per_step=1),
+        )
+        f: dict = {"label": "fit.py", "step_us": 18_000.0, "name": "fit.py"}
+        performance._trend_facts(f, trace, SimpleNamespace(drift=None))
+        return {d.rule for d in evaluate(performance.RULES, "workload", [f])}
+
+    assert "steps_slow_down" not in found(rows)
+    # The run's last steps slower than the window's: the rise stands.
+    later = [*rows[:-1], {**rows[-1], "median_us": 60_000.0}]
+    assert "steps_slow_down" in found(later)
+
+
 def test_blocks_carry_the_processes_cpu_time_per_step() -> None:
     import array
 
