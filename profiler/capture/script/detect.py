@@ -791,8 +791,10 @@ MIN_ITERATION_NS = 2_500
 #: A loop most of whose first ``EARLY_ITERATIONS`` (or more) timed iterations are under this is
 #: no longer timed (too short ever to be chosen; timing it costs the script ~0.8 µs an iteration).
 DROP_ITERATION_NS = 1_500
-#: Iteration starts kept per candidate loop while watched (``LoopMarks.typical``).
+#: Iteration starts kept per candidate loop while watched (``LoopMarks.typical``), each after
+#: an iteration of at least SNAP_MIN_NS.
 SNAPS_MAX = 512
+SNAP_MIN_NS = 3_000
 #: The step time a training loop's iteration is typically near (log scale): an epoch loop is
 #: far above it, a loop over the samples or layers of one batch far below.
 TARGET_STEP_NS = 10_000_000
@@ -891,12 +893,16 @@ class LoopMarks:
             return
         if not self.first_ns:
             self.first_ns = t
+        prev = self.last[k]
         if self._iteration(k, t):
             # Too short ever to be chosen: no longer timed (a 1 µs inner loop watched for
             # DECIDE_MAX_S made a 0.8 s script take 8.5 s).
             self.candidate[k] = False
             self.tally[k] = False
-        elif len(self.snaps[k]) < SNAPS_MAX:
+        elif t - prev >= SNAP_MIN_NS and len(self.snaps[k]) < SNAPS_MAX:
+            # After an iteration that could be a step only: a snapshot allocates (~1 µs with
+            # the memory probe's tracemalloc on), and at each 0.05 µs iteration of an inner
+            # loop it kept that loop from proving too short for 49,000 iterations.
             self.snaps[k].append((t, self.count.copy()))
         self.active_ns = t
         watched = t - self.first_ns
@@ -1011,12 +1017,18 @@ class LoopMarks:
         snaps = self.snaps[self.chosen] if self.chosen >= 0 else []
         if len(snaps) < 3:
             return None, {}
-        pairs = list(itertools.pairwise(snaps))
-        step_us = statistics.median(b[0] - a[0] for a, b in pairs) / 1e3
+        # Two snapshots may hold several iterations (those after a short one took none):
+        # per iteration of the chosen loop between them.
+        c = self.chosen
+        pairs = [(a, b, b[1][c] - a[1][c]) for a, b in itertools.pairwise(snaps)]
+        pairs = [(a, b, n) for a, b, n in pairs if n > 0]
+        if not pairs:
+            return None, {}
+        step_us = statistics.median((b[0] - a[0]) / n for a, b, n in pairs) / 1e3
         counts = {
-            k: float(statistics.median(b[1][k] - a[1][k] for a, b in pairs))
+            k: float(statistics.median((b[1][k] - a[1][k]) / n for a, b, n in pairs))
             for k in range(len(self.sites))
-            if k != self.chosen and self.count[k]
+            if k != c and self.count[k]
         }
         return step_us, counts
 
