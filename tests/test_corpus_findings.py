@@ -330,6 +330,13 @@ def test_long_steps_count_at_their_period_the_instrumented_windows_included() ->
     assert d.message.startswith(
         "s.py: one step in every 300 of the run took 40 ms more than a 500 µs step (80× it; "
     )
+    # tf.function advice for TensorFlow 2's steps only (a TF1 session loop's epoch-end
+    # reshuffle was told to compile its evaluation with tf.function).
+    assert "tf.function" not in d.fix
+    tf2 = {"label": "s.py", "step_us": 500.0, "framework": "tf2"}
+    rules.long_facts(tf2, trace(sorted(evals + noise, key=lambda r: r["step"])))
+    (d2,) = evaluate(rules.RULES, "workload", [tf2])
+    assert "compiled with tf.function as the training step is" in d2.fix
     # The what-ifs' steps are not looked at: min-char-rnn's check every 100 steps, 12 of 59
     # in the what-ifs' span, read "one step in every 200" (80% at 200, 47 of 59 at 100).
     checks = [row(s, "") for s in range(76, 5900, 100) if not 986 <= s < 2208]

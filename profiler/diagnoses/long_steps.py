@@ -115,6 +115,13 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
     offset = int(((script.get("auto_step") or {}).get("watched_iterations")) or 0)
     f["long_where"] = _where([int(r["step"]) + offset for r in kept])
     f["long_instrumented"] = not quiet
+    # tf.function advice only where the steps are TensorFlow 2's (a TF1 session loop's epoch-end
+    # reshuffle was told to compile its evaluation with tf.function).
+    f["long_cheaper"] = (
+        " (an evaluation's step compiled with tf.function as the training step is)"
+        if f.get("framework") in ("tf2", "keras")
+        else ""
+    )
 
 
 #: The phases whose steps run as the script's own (the timed window is uninstrumented).
@@ -150,6 +157,7 @@ RULES: tuple[Rule, ...] = (
             "long_pct",
             "long_us",
             "long_where",
+            "long_cheaper",
         ),
         when=lambda f: f["long_pct"] >= LONG_PCT and not _other_finding(f),
         message="{label}: {long_how} {long_each_ms:,.0f} ms more than a {step_us:,.0f} µs step "
@@ -158,9 +166,8 @@ RULES: tuple[Rule, ...] = (
         "while (an evaluation, a checkpoint, logging, an epoch's data set-up), not in the "
         "steps.",
         fix="Find what the loop runs at those steps (at an epoch's end, every N steps): run it "
-        "less often or on fewer samples, and make it cheaper (an evaluation's step compiled "
-        "with tf.function as the training step is); a faster training step does not change "
-        "it.",
+        "less often or on fewer samples, and make it cheaper{long_cheaper}; a faster training "
+        "step does not change it.",
         cost="long_us",
     ),
 )
