@@ -348,7 +348,10 @@ def test_the_eager_fix_names_the_loop_body_when_the_loop_itself_updates_the_mode
     first = {"chosen_line": 51, "calls": ["random_batch", "print_status_bar"], "updates": True}
     text = _step_function(SimpleNamespace(script={"auto_step": first}))
     assert "takes the batch as its arguments" in text and "its call of" not in text
-    assert "random_batch, print_status_bar, those that make the batch in numpy, print" in text
+    assert (
+        "it calls (random_batch, print_status_bar), those doing the step's math go inside" in text
+    )
+    assert "and those that make the batch in numpy, print, or convert" in text
     only = {"chosen_line": 40, "calls": ["train_step"], "updates": False}
     text = _step_function(SimpleNamespace(script={"auto_step": only}))
     assert text == "train_step (called by the loop at line 40)"

@@ -351,13 +351,16 @@ def _step_function(trace: Any) -> str:
             # ``grad(...)``, the TF walkthrough's loop): the whole body is the step, but not
             # what makes the batch or prints (handson-ml's loop: "its call of random_batch"
             # moved inside froze its numpy batch at tracing; d2l's metric.add calls float()).
+            # Which go inside said as plainly as which stay out: "of the functions it calls,
+            # grad, those that ... stay outside" read as keeping grad (the tape's) outside.
             calls = ", ".join(auto["calls"][:4])
             return (
                 f"the body of the loop at line {auto['chosen_line']} (its forward pass, "
                 "gradients, update and metrics, moved into one function that takes the batch "
-                f"as its arguments; of the script's functions it calls, {calls}, those that "
-                "make the batch in numpy, print, or convert with float() or .numpy() stay "
-                "outside, as inside tf.function they run once, when it traces)"
+                f"as its arguments; of the script's functions it calls ({calls}), those doing "
+                "the step's math go inside it, and those that make the batch in numpy, print, "
+                "or convert with float() or .numpy() stay outside, as inside tf.function they "
+                "run once, when it traces)"
             )
         return f"{auto['calls'][0]} (called by the loop at line {auto['chosen_line']})"
     marked = (script.get("marks") or {}).get("step_function")
