@@ -285,3 +285,33 @@ def test_a_slice_is_described_as_the_view_of_the_array_its_bytes_are() -> None:
     assert describe(full[:96], np) == "numpy float32 (96, 784), a view of (600, 784)"
     assert describe(full, np) == "numpy float32 (600, 784)"
     assert describe(full.reshape(-1), np) == "numpy float32 (470400,)"  # all of it: no note
+
+
+def test_no_census_or_growth_probe_while_a_what_ifs_variant_is_on() -> None:
+    # A float32 what-if's blocks hold the script's float64 arrays (and a history list's
+    # float64 copies) as float32: a census or probe then read "each a numpy float32 array
+    # (512, 64) (128.1 KB a step, 50% of the growth)" for 256 KB float64 copies (100%).
+    import time
+
+    on = [True]
+    steps = [1]
+    sampler = RssSampler(lambda: 0, lambda: steps[0], as_written=lambda: not on[0])
+    if not sampler.available:
+        pytest.skip("no /proc/self/statm here")
+    seen: list[str] = []
+    sampler.census = types.SimpleNamespace(
+        sample=lambda *a: seen.append("census") or False, final=lambda *a: False
+    )
+    sampler.causes = types.SimpleNamespace(probe=lambda step: seen.append("probe"))
+    sampler.allocator = types.SimpleNamespace(read=lambda *a: None)
+    sampler.start()
+    try:
+        time.sleep(0.2)  # twenty samples with the variant on
+        assert seen == []
+        on[0] = False
+        deadline = time.monotonic() + 5
+        while {"census", "probe"} - set(seen) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        sampler.stop()
+    assert {"census", "probe"} <= set(seen), seen

@@ -79,10 +79,18 @@ class RssSampler:
     """
 
     def __init__(
-        self, clock: Callable[[], int], steps: Callable[[], int], spill: Path | None = None
+        self,
+        clock: Callable[[], int],
+        steps: Callable[[], int],
+        spill: Path | None = None,
+        as_written: Callable[[], bool] | None = None,
     ) -> None:
         self.clock = clock
         self.steps = steps
+        #: Whether the script runs as written now: no census and no probe of what grows while
+        #: a what-if's variant is on (its float32 block read a history list's float64 copies,
+        #: and the script's arrays, as float32).
+        self.as_written = as_written or (lambda: True)
         # Columns (int64): appending is as cheap as a list's, and a write copies them as bytes.
         self.t_ns = array("q")
         self.rss = array("q")
@@ -147,9 +155,14 @@ class RssSampler:
             rss = self._sample()
             now = time.monotonic()
             point = self._point
-            if rss is not None and point is not None and self.census.sample(*point, now):
+            if (
+                rss is not None
+                and point is not None
+                and self.as_written()
+                and self.census.sample(*point, now)
+            ):
                 self._census_json = None
-            if now >= self._next_probe:
+            if now >= self._next_probe and self.as_written():
                 self._next_probe = now + EVERY_S
                 self.causes.probe(self.steps())
                 self.allocator.read(self.clock(), self.steps())

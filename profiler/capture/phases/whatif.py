@@ -228,10 +228,16 @@ class WhatIfPhase(Phase):
                     if left is not None and left < 2 * n + later + v.group:
                         break
                 for on in (False, True) if pair % 2 == 0 else (True, False):
-                    loop.in_loop_thread(v.on if on else v.off)
                     # The script's own code after the loop runs as written (a float32
                     # block's last step was the script's: its final print read float32).
-                    loop.hold(v.off, v.on) if on else loop.hold(None)
+                    # Held before the variant is on and after it is off: the memory census
+                    # is taken only while nothing is held.
+                    if on:
+                        loop.hold(v.off, v.on)
+                        loop.in_loop_thread(v.on)
+                    else:
+                        loop.in_loop_thread(v.off)
+                        loop.hold(None)
                     before = rss_bytes()
                     marks = [ctx.clock()]
                     loop.run(n, marks, ctx.clock)

@@ -365,7 +365,13 @@ class ScriptRun:
         thread.start()
         # The record so far goes to the workload's folder as it is sampled: a process the
         # out-of-memory killer ends keeps it (profiler.capture.memory).
-        self.memory = RssSampler(self.clock, lambda: self.driver.done, spill=self.workload_dir)
+        driver = self.driver
+        self.memory = RssSampler(
+            self.clock,
+            lambda: driver.done,
+            spill=self.workload_dir,
+            as_written=lambda: driver.held is None or driver.paused,
+        )
         self.memory.start()
         self.gc = GcRecorder(self.clock)
         self.gc.start()
