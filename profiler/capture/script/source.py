@@ -25,7 +25,7 @@ import ast
 import io
 import re
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -643,6 +643,7 @@ def mark_loops(src: Source) -> list[LoopSite]:
     after the loop: each iteration announces itself, and the script process picks the loop
     whose iterations are the steps (``profiler.capture.script.detect.LoopMarks``)."""
     sites: list[LoopSite] = []
+    over_params: set[int] = set()
     defined = {
         n.name for n in ast.walk(src.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
@@ -686,6 +687,10 @@ def mark_loops(src: Source) -> list[LoopSite]:
                         periodic,
                     )
                 )
+                if isinstance(stmt, ast.For) and any(
+                    PARAM_ITER.search(n) for n in _names(stmt.iter)
+                ):
+                    over_params.add(k)
                 for inner in _statement_lists(stmt):
                     mark(inner, depth + 1, function, aliases, periodic)
                 stmt.body.insert(0, _loop_call(LOOP_MARK, k, stmt))
@@ -697,7 +702,35 @@ def mark_loops(src: Source) -> list[LoopSite]:
             i += 1
 
     mark(src.tree.body, 0, "<module>")
-    return sites
+    return _updates_of_parameter_loops(sites, over_params)
+
+
+#: What a loop over the model's parameters iterates (``for p in self.params``, ``for w, g in
+#: zip(weights, grads)``, ``for layer in layers``).
+PARAM_ITER = re.compile(r"param|weight|layer|grad|variable|theta")
+
+
+def _updates_of_parameter_loops(sites: list[LoopSite], over_params: set[int]) -> list[LoopSite]:
+    """A loop over the parameters that updates each (``for p in self.params: self.params[p] -=
+    lr * grads[p]``) inside another loop: the loop around it updates the model at each of its
+    iterations and is the steps' candidate, not the parameter loop (cs231n's TwoLayerNet.train:
+    the parameter loop, 4 iterations of 0.3 ms in a 17 ms iteration, never held 30% of the
+    time, and the whole run became one step)."""
+    out = list(sites)
+    for k in sorted(over_params):
+        s = out[k]
+        if not s.updates or s.depth == 0:
+            continue
+        around = [
+            o
+            for o in out
+            if o.function == s.function and o.depth == s.depth - 1 and o.line < s.line <= o.end_line
+        ]
+        if around:
+            parent = around[-1]
+            out[parent.index] = replace(parent, updates=True)
+            out[k] = replace(s, updates=False)
+    return out
 
 
 def _modulo(test: ast.expr) -> bool:
