@@ -73,8 +73,13 @@ def loop_facts(f: dict[str, Any], trace: Any) -> None:
             step["line"] < lp["line"] <= (step.get("end_line") or lp["line"])
         ):
             continue  # beside the step's loop, not inside it (a loop before or after it)
-        per_step = lp["per_step"] if typical and "per_step" in lp else lp["iterations"] / steps
-        share = per_step * lp["mean_us"] / step_us
+        if typical and "per_step_us" in lp:
+            # Both from the same typical steps (the loops' means hold the slow first ones).
+            per_step = lp["per_step"]
+            share = lp["per_step_us"] / step_us
+        else:
+            per_step = lp["iterations"] / steps
+            share = per_step * lp["mean_us"] / step_us
         if per_step >= MIN_PER_STEP and share <= MAX_SHARE:
             found.append((lp, share, per_step))
     if not found:

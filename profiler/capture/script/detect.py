@@ -838,7 +838,7 @@ class LoopMarks:
         self.ends = [0] * n
         #: Per candidate, at each of its iterations' starts while watched (up to SNAPS_MAX):
         #: the time and every loop's count, for the typical iteration (``typical``).
-        self.snaps: list[list[tuple[int, list[int]]]] = [[] for _ in range(n)]
+        self.snaps: list[list[tuple[int, list[int], list[int]]]] = [[] for _ in range(n)]
         #: The chosen loop's iterations before its first step.
         self.watched_n = 0
         self.first_ns = 0
@@ -903,7 +903,10 @@ class LoopMarks:
             # After an iteration that could be a step only: a snapshot allocates (~1 µs with
             # the memory probe's tracemalloc on), and at each 0.05 µs iteration of an inner
             # loop it kept that loop from proving too short for 49,000 iterations.
-            self.snaps[k].append((t, self.count.copy()))
+            self.snaps[k].append((t, self.count.copy(), self.total_ns.copy()))
+            # Its iteration is timed from after the snapshot: a per-sample loop's iterations
+            # (Nielsen's, ~1.1 of its step already) must not grow by the watcher's own work.
+            self.last[k] = d.clock()
         self.active_ns = t
         watched = t - self.first_ns
         if watched >= DECIDE_S * 1e9 or (
@@ -1006,11 +1009,12 @@ class LoopMarks:
                 best = (score, k, mean)
         return (best[1], best[2]) if best is not None else None
 
-    def typical(self) -> tuple[float | None, dict[int, float]]:
+    def typical(self) -> tuple[float | None, dict[int, tuple[float, float]]]:
         """The chosen loop's median iteration while watched (µs; None: fewer than two), and
-        per other loop its median count of iterations in one of them: a step that runs
-        something once in a while (min-char-rnn's gradient check, 101 runs of lossFun's loops
-        at its first iteration) made the means read 145 iterations a step, not 25."""
+        per other loop its median count of iterations and time (µs) in one of them: a step
+        that runs something once in a while (min-char-rnn's gradient check, 101 runs of
+        lossFun's loops at its first iteration) made the means read 145 iterations a step,
+        not 25."""
         import itertools
         import statistics
 
@@ -1026,7 +1030,10 @@ class LoopMarks:
             return None, {}
         step_us = statistics.median((b[0] - a[0]) / n for a, b, n in pairs) / 1e3
         counts = {
-            k: float(statistics.median((b[1][k] - a[1][k]) / n for a, b, n in pairs))
+            k: (
+                float(statistics.median((b[1][k] - a[1][k]) / n for a, b, n in pairs)),
+                float(statistics.median((b[2][k] - a[2][k]) / n for a, b, n in pairs)) / 1e3,
+            )
             for k in range(len(self.sites))
             if k != c and self.count[k]
         }
@@ -1167,9 +1174,13 @@ class LoopMarks:
                     "mean_us": round(self.total_ns[k] / self.timed[k] / 1e3, 3)
                     if self.timed[k]
                     else None,
-                    # Its median count of iterations in one of the chosen loop's (absent:
-                    # not measured).
-                    **({"per_step": per_step[k]} if k in per_step else {}),
+                    # Its median count of iterations and their time (µs) in one of the
+                    # chosen loop's (absent: not measured).
+                    **(
+                        {"per_step": per_step[k][0], "per_step_us": round(per_step[k][1], 3)}
+                        if k in per_step
+                        else {}
+                    ),
                 }
                 for k, s in enumerate(self.sites)
                 if self.count[k]
