@@ -380,7 +380,7 @@ def test_per_call_advice_for_a_library_function_names_it_and_not_a_tf_range_loop
     f.update(mode="function", step_us=1156.0, overhead_pct=87.0, overhead_us=1008.0)
     f.update(compute_us=148.0, units_per_step=1, tracing_pct=0.0, flops=None)
     performance._retrace_facts(f, _Trace([keras], steps=1575))
-    performance._session_overhead_facts(f)
+    performance._call_overhead_facts(f)
     found = {d.rule: d for d in evaluate(performance.RULES, "workload", [f])}
     fix = found["overhead_bound_function"].fix
     assert "one_step_on_data (in keras.src.backend.tensorflow.trainer)" in fix
@@ -407,7 +407,7 @@ def test_a_function_steps_overhead_leaves_out_the_lines_beside_it_and_the_input_
     f.update(hot_line=31, hot_line_us=61_000.0, hot_line_share_pct=92.0)
     f.update(hot_line_beside_call=True, hot_line_rare=False)
     performance._retrace_facts(f, _Trace([keras], steps=900))
-    performance._session_overhead_facts(f)
+    performance._call_overhead_facts(f)
     assert f["function_overhead_us"] == pytest.approx(3_614.0)
     assert f["function_overhead_note"].startswith(
         ": 61,000 µs of it is the script's own Python between the calls, line 31 among it"
@@ -419,7 +419,7 @@ def test_a_function_steps_overhead_leaves_out_the_lines_beside_it_and_the_input_
     g.update(mode="function", step_us=2_126.0, overhead_pct=71.0, overhead_us=1_516.0)
     g.update(compute_us=610.0, units_per_step=1, tracing_pct=0.0, flops=None, input_us=500.0)
     performance._retrace_facts(g, _Trace([own_fn()], steps=900))
-    performance._session_overhead_facts(g)
+    performance._call_overhead_facts(g)
     (d,) = [d for d in evaluate(performance.RULES, "workload", [g]) if "overhead" in d.rule]
     assert d.rule == "overhead_bound_function" and d.cost_us == pytest.approx(1_016.0)
     assert "500 µs waiting for input between the calls; the rest, 1,016 µs, is the " in d.message

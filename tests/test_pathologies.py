@@ -133,14 +133,8 @@ def test_a_loop_of_a_function_called_again_and_again_waits_for_the_loop_around_i
         clock.t += 100_000
     marks.end(0)
     assert marks.decided and sites[marks.chosen].line == 108, marks.why
-    # A loop inside the steps that runs to its end once an iteration (a batch loop inside an
-    # epoch's) is chosen as before: the epoch loop's first iteration is no reason to wait.
-    clock = _Clock()
-    driver = _free_driver(clock)
-    sites = [_site(0, 10), _site(1, 11), _site(2, 12)]
-    marks = detect.LoopMarks(driver, sites)
-    _run_loops(marks, clock, epochs=3, batches=200, batch_ns=2_000_000)
-    assert marks.decided and sites[marks.chosen].line == 11
+    # A batch loop inside an epoch's, ending once an epoch, is chosen without waiting:
+    # test_the_loop_nearest_a_training_step_is_chosen_and_its_iterations_become_steps.
 
 
 def _free_driver(clock: _Clock) -> StepDriver:

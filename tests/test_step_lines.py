@@ -257,7 +257,7 @@ def test_a_line_whose_samples_the_typical_step_cannot_hold_is_named_as_a_few_lon
     )
     del phases["timed"]
     # The session's overhead is not given to that line.
-    performance._session_overhead_facts(f)
+    performance._call_overhead_facts(f)
     assert f["session_overhead_us"] == 460.0
     # The same samples where the typical step's Python can hold them: a line of every step.
     g: dict = {"step_us": 861.0, "script_python_us": 300.0}
@@ -270,7 +270,7 @@ def test_session_runs_overhead_leaves_out_the_scripts_own_python_between_the_cal
 
     f: dict = {"overhead_us": 600.0, "hot_line_us": 200.0, "hot_line": 115, "step_us": 1000.0}
     f.update(hot_line_beside_call=True, hot_line_share_pct=20.0, script_python_us=300.0)
-    performance._session_overhead_facts(f)
+    performance._call_overhead_facts(f)
     assert f["session_overhead_us"] == 300.0
     assert f["session_overhead_note"] == (
         ": 300 µs of it is the script's own Python between the calls, line 115 among it "
@@ -278,10 +278,10 @@ def test_session_runs_overhead_leaves_out_the_scripts_own_python_between_the_cal
     )
     # No line named: the hooks' Python outside session.run, from a tenth of the step.
     g: dict = {"overhead_us": 600.0, "step_us": 1000.0, "script_python_us": 150.0}
-    performance._session_overhead_facts(g)
+    performance._call_overhead_facts(g)
     assert g["session_overhead_us"] == 450.0
     assert g["session_overhead_note"].startswith(": 150 µs of it is the script's own Python")
     h: dict = {"overhead_us": 600.0, "step_us": 1000.0, "script_python_us": 50.0}
-    performance._session_overhead_facts(h)
+    performance._call_overhead_facts(h)
     assert h["session_overhead_us"] == 600.0
     assert h["session_overhead_note"] == ": the rest is session.run's per-call machinery"

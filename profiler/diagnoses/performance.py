@@ -136,7 +136,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: call_rules.fit_facts(f, trace),
         lambda: loop_rules.loop_facts(f, trace),
         lambda: step_lines.step_line_facts(f, trace),
-        lambda: _session_overhead_facts(f),
+        lambda: _call_overhead_facts(f),
         lambda: py_rules.py_facts(f, trace),
         lambda: _trend_facts(f, trace, wa),
         lambda: _slow_facts(f, trace),
@@ -756,7 +756,7 @@ def _purpose_facts(
 SCRIPT_PYTHON_SHARE = 0.1
 
 
-def _session_overhead_facts(f: dict[str, Any]) -> None:
+def _call_overhead_facts(f: dict[str, Any]) -> None:
     """``session_overhead_us`` (TF1) and ``function_overhead_us`` (a ``tf.function`` step):
     the overhead that is the call's own, less the script's own Python between the calls (the
     hooks' Python outside session.run, or a line of the script beside the call that
