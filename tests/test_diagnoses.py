@@ -669,6 +669,56 @@ def test_one_fast_block_among_level_ones_is_no_growth_but_a_steady_rise_is() -> 
     ]
 
 
+def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth() -> None:
+    # A DQN's steps before its replay memory filled and after (blocks of one run beside the
+    # suite's other work): "+267 µs every 100 steps ... something grows with every step".
+    from types import SimpleNamespace
+
+    from profiler.analysis import stats
+    from profiler.diagnoses import performance
+
+    def found(medians: list[float], cpu: list[float]) -> tuple[dict, set[str]]:
+        rows = [
+            {
+                "from_step": 260 * (i + 3),
+                "to_step": 260 * (i + 4) - 1,
+                "median_us": m,
+                "mean_us": m,
+                "cpu_us": c,
+                "instrumented": False,
+            }
+            for i, (m, c) in enumerate(zip(medians, cpu, strict=True))
+        ]
+        rows.insert(0, {"from_step": 0, "to_step": 259, "median_us": 69.0, "instrumented": True})
+        timed = SimpleNamespace(window=Window("timed", (Segment(20, (0,) * 41),)))
+        trace = SimpleNamespace(
+            script={"blocks": rows}, phase=lambda name: timed if name == "timed" else None
+        )
+        f: dict = {"label": "dqn.py", "step_us": 69.0, "name": "dqn.py"}
+        performance._trend_facts(f, trace, SimpleNamespace(drift=None))
+        fired = evaluate(performance.RULES, "workload", [f])
+        f["text"] = " ".join(f"{d.message} {d.fix}" for d in fired)
+        return f, {d.rule for d in fired}
+
+    medians = [68.9, 69.2, 70.4, 3424.1, 3653.4, 3541.8, 3484.3]
+    f, rules = found(medians, [139.3, 137.0, 1544.8, 6884.3, 7583.8, 7094.8, 7320.1])
+    assert rules == {"steps_change_level"}, rules
+    assert f["shift_step"] == 260 * 6 and round(f["shift_ratio"]) == 51, f
+    text = f["text"]
+    assert "from about iteration 1,560 of the loop, steps take 3,542 µs, 51.2× the 69 µs" in text
+    assert (
+        "the timed window's steps (iterations 20–59), which the split above describes, ran" in text
+    )
+    # The same jump in the wall time alone (a busy process starting mid-run): no change of work.
+    _, rules = found(medians, [139.0] * 7)
+    assert "steps_change_level" not in rules and "steps_slow_down" not in rules, rules
+    # A steady growth is no jump: its halves rise as much as they are apart.
+    grow = [300.0 * 1.15**i for i in range(7)]
+    assert stats.level_shift([float(i) for i in range(7)], grow) is None
+    _, rules = found(grow, [0.5 * g for g in grow])
+    assert rules == {"steps_slow_down"}, rules
+
+
 def test_a_rise_in_the_timed_window_that_the_runs_last_steps_do_not_show_is_no_growth() -> None:
     # A healthy fit beside other work: "+49,093 µs every 100 steps (272.8% of the step), in the
     # timed window" of 18 ms steps; its epochs' medians 19, 20, 18, 16, 11 ms (all overlapping

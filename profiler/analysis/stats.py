@@ -146,6 +146,48 @@ def trend_points(
     return xs, ys
 
 
+#: A change of level: the later points at least this many times the earlier ones ...
+SHIFT_RATIO = 1.5
+#: ... and each side's own rise (its Theil-Sen slope across its span) under this share of the
+#: jump between the two sides' medians.
+SHIFT_FLAT = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class LevelShift:
+    """Points that rise by one jump between two levels, not steadily: ``at`` is the index of
+    the first point of the later level; ``before``/``after`` the two levels' medians."""
+
+    at: int
+    before: float
+    after: float
+
+
+def level_shift(xs: list[float], ys: list[float]) -> LevelShift | None:
+    """The split of the points into an earlier and a later level, each at least two points and
+    flat (its own rise under ``SHIFT_FLAT`` of the jump), the later ``SHIFT_RATIO`` times the
+    earlier; None where no split is (a steady growth's halves rise as much as they jump).
+    A DQN's steps before its replay memory fills and after: blocks of 69, 69, 70, 3,424,
+    3,653, 3,541 µs, read as "+267 µs every 100 steps: something grows with every step"."""
+    best: tuple[float, LevelShift] | None = None
+    for k in range(2, len(ys) - 1):
+        before, after = sorted(ys[:k]), sorted(ys[k:])
+        lo, hi = before[len(before) // 2], after[len(after) // 2]
+        if lo <= 0 or hi < SHIFT_RATIO * lo:
+            continue
+        jump = hi - lo
+        rises = (
+            theil_sen(xs[:k], ys[:k]) * (xs[k - 1] - xs[0]),
+            theil_sen(xs[k:], ys[k:]) * (xs[-1] - xs[k]),
+        )
+        if max(abs(r) for r in rises) > SHIFT_FLAT * jump:
+            continue
+        spread = sum(abs(y - lo) for y in ys[:k]) + sum(abs(y - hi) for y in ys[k:])
+        if best is None or spread < best[0]:
+            best = (spread, LevelShift(k, lo, hi))
+    return best[1] if best else None
+
+
 def rising_share(xs: list[float], ys: list[float]) -> float:
     """The share of pairs of points whose later one is higher: ~1 for steady growth, ~0.5 for
     noise around a level."""

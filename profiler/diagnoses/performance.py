@@ -400,6 +400,7 @@ def _trend_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
             f"across the run's steps {free[0]['from_step']:,}–{free[-1]['to_step']:,} "
             "(outside the instrumented windows)"
         )
+        _shift_facts(f, trace, free, xs, medians, cpus)
     elif timed is not None and timed.window is not None and step:
         durations = stats.per_step(timed.window.durations_ns(), trace.work)
         if len(durations) < TREND_STEPS:
@@ -434,6 +435,52 @@ def _trend_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
     f["trend_pct_per_100"] = 100 * f["trend_us_per_100"] / step
     # How much the trend adds across the steps it was measured on: noise gives a slope too.
     f["trend_window_pct"] = f["trend_pct_per_100"] * span / 100
+
+
+def _shift_facts(
+    f: dict[str, Any],
+    trace: Any,
+    free: list[dict[str, Any]],
+    xs: list[float],
+    medians: list[float],
+    cpus: list[Any],
+) -> None:
+    """Where the blocks' rise is one jump between two flat levels (``stats.level_shift``), and
+    the CPU time a step jumped with it where it was read (a busy process starting mid-run
+    slows the wall time alone): the step at which the later level began."""
+    shift = stats.level_shift(xs, medians)
+    if shift is None:
+        return
+    if all(c is not None for c in cpus):
+        low = median_ns([int(c * 1e3) for c in cpus[: shift.at]])
+        high = median_ns([int(c * 1e3) for c in cpus[shift.at :]])
+        if low <= 0 or high < stats.SHIFT_RATIO * low:
+            return
+    # Blocks count the measured steps; the loop's iterations include those watched before them.
+    watched = int(((trace.script or {}).get("auto_step") or {}).get("watched_iterations") or 0)
+    at = int(free[shift.at]["from_step"])
+    after = int(free[shift.at - 1]["to_step"]) + 1
+    f["shift_step"] = at + watched
+    # Instrumented blocks between the two levels are left out: the jump lies among them.
+    f["shift_where"] = (
+        f"from about iteration {at + watched:,} of the loop"
+        if at == after
+        else f"from between iterations {after + watched:,} and {at + watched:,} of the loop"
+    )
+    f["shift_before_us"] = shift.before / 1e3
+    f["shift_after_us"] = shift.after / 1e3
+    f["shift_ratio"] = shift.after / shift.before
+    f["shift_timed_words"] = ""
+    timed = trace.phase("timed")
+    segments = timed.window.segments if timed is not None and timed.window is not None else ()
+    if segments:
+        first = segments[0].first_step
+        last = segments[-1].first_step + segments[-1].n_steps - 1
+        where = "before" if last < at else "after" if first >= at else "on both sides of"
+        f["shift_timed_words"] = (
+            f"; the timed window's steps (iterations {first + watched:,}–{last + watched:,}), "
+            f"which the split above describes, ran {where} it"
+        )
 
 
 def _validations(fit: dict[str, Any], step_ns: float) -> stats.EpochCost | None:
@@ -1355,6 +1402,7 @@ RULES: tuple[Rule, ...] = (
             and f["trend_low_us_per_100"] > 0
             and f.get("trend_cpu_rising", 1.0) >= TREND_CPU_RISING
             and not f.get("trend_refuted")
+            and f.get("shift_step") is None
         ),
         message="{label}: steps get slower as the run goes on: +{trend_us_per_100:,.1f} µs "
         "every 100 steps (95%: +{trend_low_us_per_100:,.1f} to +{trend_high_us_per_100:,.1f}; "
@@ -1363,6 +1411,29 @@ RULES: tuple[Rule, ...] = (
         "kept in a list, a metric's history, an unbounded cache; keep the loop's state "
         "constant-sized (a tf.Variable updated in place, values converted with float()).",
         cost="trend_us_per_100",
+    ),
+    Rule(
+        id="steps_change_level",
+        subject="workload",
+        needs=(
+            "label",
+            "shift_step",
+            "shift_where",
+            "shift_before_us",
+            "shift_after_us",
+            "shift_ratio",
+            "shift_timed_words",
+            "trend_where",
+        ),
+        when=lambda f: True,
+        message="{label}: {shift_where}, steps take {shift_after_us:,.0f} µs, "
+        "{shift_ratio:.1f}× the {shift_before_us:,.0f} µs before, and stay there (the "
+        "medians of blocks of steps {trend_where}): the loop does more work a step from then "
+        "on; nothing grows step by step.",
+        fix="Nothing to bound: look at what the loop starts doing at iteration {shift_step:,} "
+        "(training that begins once a replay memory fills, a schedule, longer sequences or "
+        "larger batches){shift_timed_words}.",
+        cost="",
     ),
     Rule(
         id="library_tracing",
