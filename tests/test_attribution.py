@@ -347,3 +347,21 @@ def test_the_native_calls_wait_while_tf_data_threads_run_python_is_input() -> No
     few = replace(sampled, samples=(samples[0], Sample(gen, 10, "thread 12")))
     att = attribution.attribute(_trace(TIMED, HOOKS, FRAMEWORK, few))
     assert "feed_fetch.input_python" not in att.parts and att.parts["dispatch.per_call"] == 100
+
+
+def test_the_typical_step_leaves_out_an_epochs_slow_first_batch_even_one_in_eight() -> None:
+    from profiler.analysis.attribution import central_mean
+    from profiler.model import central_bounds
+
+    # A tabular fit's 8-batch epochs: 2 ms batches, each epoch's first 176 ms (validation and
+    # the next epoch's set-up): one step in 8, more than the tenth the trim leaves out, read a
+    # typical step of 25 ms and "a batch is 25,326 µs".
+    steps = [176_000_000 if i % 8 == 0 else 2_000_000 + 1_000 * (i % 8) for i in range(37)]
+    assert central_bounds(steps)[1] <= 3 * 2_004_000
+    assert 2_000_000 <= central_mean(steps) <= 2_010_000
+    # Half the steps slow: the trim alone (the cap would leave out half the steps).
+    halves = [1_000_000, 9_000_000] * 20
+    assert central_mean(halves) == 5_000_000
+    # Under a tenth: the 10-90 trim, as before.
+    few = [1_000_000] * 19 + [50_000_000]
+    assert central_mean(few) == 1_000_000

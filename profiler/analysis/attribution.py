@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from profiler.analysis import gc, sampling, stats
 from profiler.analysis.stacks import TEMPORARY_LABELS
 from profiler.capture.collectors.xplane import DATA_OPS
-from profiler.model import CATEGORIES, OK, WorkloadTrace, median_ns
+from profiler.model import CATEGORIES, OK, WorkloadTrace, central_bounds, median_ns
 from profiler.model.records import (
     ATTRIBUTION_PARTS,
     FrameworkData,
@@ -122,11 +122,10 @@ class Attribution:
 
 
 def central_mean(values: list[int] | tuple[int, ...]) -> int:
-    """Mean of the values between the 10th and 90th percentiles (inclusive), as an integer."""
-    ordered = sorted(values)
-    n = len(ordered)
-    lo, hi = n // 10, n - n // 10
-    middle = ordered[lo:hi] or ordered
+    """Mean of the values in the typical range (``central_bounds``: the 10th to 90th
+    percentiles, outliers left out where they are more than a tenth), as an integer."""
+    lo, hi = central_bounds(values)
+    middle = [v for v in values if lo <= v <= hi] or list(values)
     return sum(middle) // len(middle)
 
 

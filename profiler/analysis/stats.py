@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from profiler.model import Inflation, Window, WorkDecl, WorkloadTrace, median_ns, percentile_ns
+from profiler.model import (
+    OUTLIER_FACTOR,
+    Inflation,
+    Window,
+    WorkDecl,
+    WorkloadTrace,
+    median_ns,
+    percentile_ns,
+)
 from profiler.model.records import ThreadCpu
 
 
@@ -247,10 +255,6 @@ def drift_allowance(run_drift: Drift | None, step_ns: float, span: float) -> flo
     if run_drift is None or span <= 0:
         return 0.0
     return (run_drift.interval[0] - 1.0) * step_ns / span
-
-
-#: A step this many times the median is an outlier.
-OUTLIER_FACTOR = 3.0
 
 
 def distribution(

@@ -32,7 +32,7 @@ import statistics
 import sys
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -388,6 +388,26 @@ def median_ns(values: tuple[int, ...] | list[int]) -> int:
     if not values:
         raise ModelError("median of no values")
     return int(statistics.median_low(values))
+
+
+#: A step this many times the median is an outlier (an epoch's first batch, a validation pass).
+OUTLIER_FACTOR = 3.0
+
+
+def central_bounds(values: Sequence[int]) -> tuple[int, int]:
+    """The typical step's range (inclusive): between the 10th and 90th percentiles, and no
+    higher than ``OUTLIER_FACTOR`` times the median where that keeps half the steps. Epochs of
+    8 batches have one slow first step in 8, more than the tenth the trim leaves out: a tabular
+    fit's 2 ms batches read a typical step of 25 ms, and "a batch is 25,326 µs"."""
+    if not values:
+        raise ModelError("range of no values")
+    ordered = sorted(values)
+    n = len(ordered)
+    lo, hi = ordered[n // 10], ordered[max(n - n // 10 - 1, 0)]
+    cap = OUTLIER_FACTOR * ordered[(n - 1) // 2]
+    if hi > cap and 2 * sum(lo <= v <= cap for v in ordered) >= n:
+        hi = int(cap)
+    return lo, hi
 
 
 def percentile_ns(values: tuple[int, ...] | list[int], q: float) -> int:

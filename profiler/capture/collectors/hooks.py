@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from profiler.model import median_ns
+from profiler.model import central_bounds, median_ns
 from profiler.model.records import HookDoc, HooksCost, HooksData
 from profiler.model.records import HookParts as P
 
@@ -125,7 +125,7 @@ OVERFULL = 1.2
 
 
 def _central(walls: Sequence[int], measured: Sequence[int] = ()) -> list[int]:
-    """Indices of the steps whose wall lies between the 10th and 90th percentiles, less those
+    """Indices of the steps whose wall lies in the typical range (``central_bounds``), less those
     whose measured parts (``measured``: the sum of each step's own times) exceed their wall by
     ``OVERFULL``: a step's timers stay open until the next step's call, so work between two
     steps (a Keras epoch's validation, built at its last batch: 530 ms of tracing in a 3.6 ms
@@ -133,9 +133,7 @@ def _central(walls: Sequence[int], measured: Sequence[int] = ()) -> list[int]:
     quarter of the typical step "tracing"."""
     if not walls:
         return []
-    ordered = sorted(walls)
-    n = len(ordered)
-    lo, hi = ordered[n // 10], ordered[max(n - n // 10 - 1, 0)]
+    lo, hi = central_bounds(walls)
     central = [i for i, w in enumerate(walls) if lo <= w <= hi]
     if measured:
         whole = [i for i in central if measured[i] <= OVERFULL * walls[i]]
