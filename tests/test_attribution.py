@@ -359,7 +359,7 @@ def test_the_typical_step_leaves_out_an_epochs_slow_first_batch_even_one_in_eigh
     steps = [176_000_000 if i % 8 == 0 else 2_000_000 + 1_000 * (i % 8) for i in range(37)]
     assert central_bounds(steps)[1] <= 3 * 2_004_000
     assert 2_000_000 <= central_mean(steps) <= 2_010_000
-    # Half the steps slow: the trim alone (the cap would leave out half the steps).
+    # Half the steps slow: the trim alone (the cap would leave out half of them).
     halves = [1_000_000, 9_000_000] * 20
     assert central_mean(halves) == 5_000_000
     # Under a tenth: the 10-90 trim, as before.
