@@ -343,3 +343,19 @@ def test_a_tf1_graphs_constants_are_read_from_their_shapes() -> None:
     assert got is not None and got["bytes"] == 120_080
     assert got["largest"] == {"name": "data", "dtype": "float32", "shape": [300, 100],
                               "bytes": 120_000}  # fmt: skip
+
+
+def test_fits_data_is_told_apart_arrays_from_a_dataset() -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from profiler.capture.script.detect import _input_kind
+
+    x = np.zeros((4, 3), np.float32)
+    assert _input_kind(x) == "arrays"
+    assert _input_kind((x, x[:, 0])) == "arrays"  # validation_data=(x_val, y_val)
+    assert _input_kind({"a": x, "b": x}) == "arrays"
+    assert _input_kind(SimpleNamespace(element_spec=None)) == "dataset"
+    assert _input_kind([1.0, 2.0]) == "list"
+    assert _input_kind(None) is None

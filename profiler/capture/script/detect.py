@@ -442,6 +442,12 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                 or bool(given.get("validation_split")),
                 "validation_freq": given.get("validation_freq", 1),
                 "validation_steps": given.get("validation_steps"),
+                # Arrays (numpy or tensors): Keras 3 builds their input pipeline anew each
+                # epoch (~80-130 ms an epoch here, against ~20 ms for a tf.data set built once).
+                "x_kind": _input_kind(given.get("x")),
+                "validation_kind": "arrays"
+                if given.get("validation_split")
+                else _input_kind(given.get("validation_data")),
                 "callbacks": [
                     type(c).__name__ for c in given.get("callbacks") or () if c is not marks
                 ],
@@ -478,6 +484,19 @@ def _fed_batch(x: Any) -> int | None:
             return value if value > 0 else None
         d, depth = getattr(d, "_input_dataset", None), depth + 1
     return None
+
+
+def _input_kind(x: Any) -> str | None:
+    """What ``fit`` was given as data: ``arrays`` (numpy arrays or tensors, or a tuple, list or
+    dict of them), ``dataset`` (tf.data), another type's name, or None (nothing given)."""
+    if x is None:
+        return None
+    items = list(x.values() if isinstance(x, dict) else x if isinstance(x, (tuple, list)) else (x,))
+    if items and all(hasattr(i, "shape") and hasattr(i, "dtype") for i in items):
+        return "arrays"
+    if hasattr(x, "element_spec"):
+        return "dataset"
+    return type(x).__name__
 
 
 @functools.cache
