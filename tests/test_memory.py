@@ -266,13 +266,18 @@ def test_the_probe_follows_the_scripts_names_and_what_their_items_hold(monkeypat
             kept.append(np.ones(2500))
             mod.trainer.history[step + i] = float(i)
         mod.fresh = [0] * step  # a new list each time: restarted, never a growth
+        # An array made anew a row larger each step (np.vstack of itself): followed by its name.
+        mod.history = np.zeros((step + 1, 100))
+        mod.weights = np.zeros((64, 100))  # made anew, the same size: no growth
         probe.probe(step)
     rec = Causes.from_json(probe.record())
     assert rec is not None and rec.errors == 0 and rec.probes == 10
     by = {c.label: c for c in rec.grew}
-    assert set(by) == {"kept", "trainer.history"}
+    assert set(by) == {"kept", "trainer.history", "history"}
     assert by["kept"].values[-1] == 100 and by["kept"].item_bytes >= 20_000
     assert by["trainer.history"].item == "a float"
+    assert by["history"].kind == "array" and by["history"].values[-1] == 91 * 800
+    assert by["history"].item == "a numpy float64 array (91, 100)"
 
 
 @pytest.mark.tf
@@ -316,3 +321,23 @@ def test_the_probe_reads_graph_ops_with_their_line_and_a_functions_traces(monkey
     assert all("tf.compat.v1.assign(v, float(step))" in o.text for o in g.ops)
     f = by["function"]
     assert f.label == "double" and f.values[-1] - f.values[0] == 25
+
+
+def test_an_array_made_anew_larger_each_step_is_named_as_the_growth_with_its_fix() -> None:
+    from profiler.analysis import memory
+    from profiler.diagnoses.memory import _cause_text
+    from profiler.model.memory import Candidate, Causes
+
+    # A logistic regression's weight history, np.vstack of itself every step: 800 bytes a step.
+    steps = tuple(range(100, 1000, 100))
+    grew = (
+        Candidate("array", "w_history", steps, tuple(800 * s for s in steps), "a numpy array"),
+        Candidate("array", "w", steps, (800,) * len(steps), "a numpy float64 array (100,)"),
+    )
+    causes = Causes(every_s=0.5, probes=9, errors=0, probe_cost_ns=1000, grew=grew)
+    (cause,) = memory.explain(causes, {}, 100, 1_480.0)
+    assert cause.kind == "array" and cause.bytes_per_step == 800.0
+    assert round(100 * (cause.share or 0)) == 54
+    what, fix = _cause_text(cause)
+    assert what.startswith("`w_history` grows by 800 bytes a step, 54% of the growth, now a numpy")
+    assert "make `w_history` once after the loop (np.array(rows))" in fix

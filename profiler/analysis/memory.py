@@ -32,6 +32,7 @@ from typing import Any
 
 from profiler.model import median_ns
 from profiler.model.memory import (
+    ARRAY,
     CONTAINER,
     FUNCTION,
     GRAPH,
@@ -47,7 +48,7 @@ POINTS = 60
 #: A candidate counts as growing at this rate per step or more (ops, traces, items) ...
 #: (a graph: the time finding's ``GRAPH_OPS_PER_STEP``; a loop of two session.run calls an
 #: iteration, one making an op, grows 0.499 ops a step and read no cause at 0.5)
-MIN_RATE = {GRAPH: 0.1, FUNCTION: 0.02, CONTAINER: 0.02, "predict": 0.5}
+MIN_RATE = {GRAPH: 0.1, FUNCTION: 0.02, CONTAINER: 0.02, "predict": 0.5, ARRAY: 8.0}
 #: ... and a container is the cause first when its items hold this share of the growth.
 HOLDS_SHARE = 0.25
 
@@ -57,9 +58,10 @@ class Cause:
     """One thing that grows with the steps.
 
     Attributes:
-        kind: ``container``, ``graph``, ``function`` or ``predict`` (Keras predict calls).
+        kind: ``container``, ``array`` (a numpy array a name holds, made anew larger each
+            step), ``graph``, ``function`` or ``predict`` (Keras predict calls).
         label: the script's name for it (``history``, ``the default graph``, ``train_step``).
-        per_step: items, ops, traces or calls per step after the warm-up.
+        per_step: items, ops, traces or calls per step after the warm-up (an array: bytes).
         bytes_per_step: the bytes that adds a step, where known (a container's items).
         share: those bytes over the process's growth per step (None: not known).
         detail: what an item is (``a tf.Tensor float32 (1024, 1)``) or the ops' types.
@@ -453,6 +455,10 @@ def explain(
             b = r * c.item_bytes if c.item_bytes is not None else None
             share = b / growth if b is not None and growth and growth > 0 else None
             found.append(Cause(CONTAINER, c.label, r, b, share, c.item))
+        elif c.kind == ARRAY:
+            # Its rise is bytes a step: the array made anew larger (np.vstack of itself).
+            share = r / growth if growth and growth > 0 else None
+            found.append(Cause(ARRAY, c.label, r, r, share, c.item))
         elif c.kind == GRAPH:
             site = next((o for o in c.ops if o.line is not None), None)
             types = ", ".join(dict.fromkeys(o.type for o in c.ops))
@@ -474,9 +480,9 @@ def explain(
         found.append(Cause("predict", "model.predict", predict["calls"] / steps))
 
     def rank(c: Cause) -> tuple[int, float]:
-        if c.kind == CONTAINER and (c.share or 0) >= HOLDS_SHARE:
+        if c.kind in (CONTAINER, ARRAY) and (c.share or 0) >= HOLDS_SHARE:
             return (0, -(c.share or 0))
-        order = {GRAPH: 1, FUNCTION: 2, "predict": 3, CONTAINER: 4}
+        order = {GRAPH: 1, FUNCTION: 2, "predict": 3, CONTAINER: 4, ARRAY: 4}
         return (order.get(c.kind, 5), -(c.bytes_per_step or c.per_step))
 
     return tuple(sorted(found, key=rank))

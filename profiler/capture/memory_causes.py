@@ -13,6 +13,8 @@ Each probe reads only what is cheap to read and names itself:
 - **containers**: every list, dict, set or deque the same names hold (one attribute deep): its
   length, and what its newest item is and holds (bytes: an array's or tensor's data and
   header, else ``sys.getsizeof``).
+- **arrays**: every numpy array the same names hold: its bytes, followed by the name, not the
+  object (``h = np.vstack([h, w])`` binds a new, larger array to ``h`` at every step).
 
 The script's names are ``sys.modules['__main__']``'s globals and the frames of the main thread
 that run the script's file. A whole-heap census (``gc.get_objects`` by type) was measured and
@@ -33,7 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from profiler.capture.memory_allocator import imported
-from profiler.model.memory import CONTAINER, FUNCTION, GRAPH, Candidate, Causes, OpSite
+from profiler.model.memory import ARRAY, CONTAINER, FUNCTION, GRAPH, Candidate, Causes, OpSite
 
 #: Seconds between probes (the sampler thread's clock).
 EVERY_S = 0.5
@@ -63,6 +65,10 @@ def _is_graph(obj: Any) -> bool:
 
 def _is_session(obj: Any) -> bool:
     return _type_name(obj).startswith("tensorflow.python.client.session.")
+
+
+def _is_array(obj: Any) -> bool:
+    return _type_name(obj) == "numpy.ndarray"
 
 
 def _is_function(obj: Any) -> bool:
@@ -210,7 +216,7 @@ class CauseProbe:
         """The roots and one attribute (or item of a small dict) deep."""
 
         def wanted(v: Any) -> bool:
-            return isinstance(v, _CONTAINERS) or _is_function(v) or _is_graph(v)
+            return isinstance(v, _CONTAINERS) or _is_function(v) or _is_graph(v) or _is_array(v)
 
         return script_names(self._script_file(), wanted)
 
@@ -235,7 +241,7 @@ class CauseProbe:
             if len(self.series) >= MAX_CANDIDATES:
                 return None
             s = self.series[key] = Series(kind, label, id(obj))
-        elif s.ident != id(obj):
+        elif s.ident != id(obj) and kind != ARRAY:
             s.restart(id(obj))
         return s
 
@@ -258,6 +264,11 @@ class CauseProbe:
                         if newest is not None:
                             s.what = item_bytes(newest)
                     s.add(step, n)
+            elif _is_array(obj):
+                s = self._follow(ARRAY, name, obj)
+                if s is not None:
+                    s.what = item_bytes(obj)
+                    s.add(step, int(obj.nbytes))
             elif _is_function(obj):
                 s = self._follow(FUNCTION, name, obj)
                 if s is not None:
@@ -311,7 +322,7 @@ class CauseProbe:
                 continue
             item, item_b = "", None
             ops: tuple[OpSite, ...] = ()
-            if s.kind == CONTAINER and s.what is not None:
+            if s.kind in (CONTAINER, ARRAY) and s.what is not None:
                 item, item_b = s.what[0], int(s.what[1])
             if s.kind == GRAPH and s.what:
                 ops = tuple(

@@ -52,6 +52,19 @@ def _cause_text(c: memory.Cause) -> tuple[str, str]:
                 "in a collections.deque(maxlen=N)), or empty it each epoch."
             )
         return what, fix
+    if c.kind == "array":
+        share = f", {100 * c.share:.0f}% of the growth" if c.share is not None else ""
+        what = (
+            f"`{c.label}` grows by {_bytes(c.per_step)} a step{share}, now {c.detail}: the "
+            "loop makes it anew, a little larger, at every step (np.append, np.vstack or "
+            "np.concatenate of itself)"
+        )
+        fix = (
+            f"Append each step's values to a Python list and make `{c.label}` once after the "
+            "loop (np.array(rows)), or allocate it once for all the steps and fill row i; keep "
+            "only what the script reads (every Nth row, the last N)."
+        )
+        return what, fix
     if c.kind == "graph":
         site = f" at line {c.line}: `{c.text}`" if c.line is not None else ""
         ops = f"{c.detail}{site}".strip()
@@ -156,8 +169,8 @@ def memory_facts(f: dict[str, Any], trace: Any) -> None:
         f["mem_cause_kind"] = ""
     else:
         f["mem_cause"] = (
-            "no graph, tf.function or container of the script's was seen growing (what grows "
-            "is held elsewhere: inside a library, or native memory)"
+            "no graph, tf.function, container or array of the script's was seen growing (what "
+            "grows is held elsewhere: inside a library, or native memory)"
         )
         f["mem_cause_fix"] = ""
         f["mem_cause_kind"] = ""
@@ -186,7 +199,7 @@ def grew_sentence(trace: Any) -> str:
     if m.causes:
         return f"what grew: {rate}; {_cause_text(m.causes[0])[0]}"
     return (
-        f"what grew: {rate}; no graph, tf.function or container of the script's was seen "
+        f"what grew: {rate}; no graph, tf.function, container or array of the script's was seen "
         "growing (held inside a library, or native memory)"
     )
 

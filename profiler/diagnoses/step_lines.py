@@ -66,6 +66,17 @@ WHOLE_GATHER = re.compile(
     r"\b\w+\[\s*(perm|shuffl)\w*\s*\]",
     re.IGNORECASE,
 )
+#: An array rebound to itself with a row added (``h = np.vstack([h, w])``, ``a = np.append(a,
+#: x)``): the whole array copied at every step, a cost that grows with the steps (a logistic
+#: regression's weight history, 90% of its loop without the profiler, read "compute 79%").
+GROWING_ARRAY = re.compile(
+    r"^\s*(?P<name>[\w.]+)\s*=\s*(np|numpy)\.(append|vstack|hstack|dstack|concatenate|"
+    r"row_stack|column_stack|stack)\(\s*[\[(]?\s*(?P=name)\s*[,\])]"
+)
+#: A weighted draw that sums its weights at every call (``random.choices(..., weights=p)``,
+#: ``np.random.choice(n, p=p)``): skip-gram's negative sampling, 43% of its loop without the
+#: profiler, unnamed.
+WEIGHTED_DRAW = re.compile(r"\bchoices\([^#]*\bweights\s*=|\bchoice\([^#]*\bp\s*=")
 #: A Keras callback's per-batch methods.
 PER_BATCH = re.compile(r"(^|\.)on_(train_|test_|predict_)?batch_(begin|end)$")
 
@@ -142,7 +153,7 @@ def step_line_facts(f: dict[str, Any], trace: Any) -> None:
             continue
         if INPUT_LINE.match(source) or TRAINING_LINE.search(source):
             continue  # the loop's next batch (input_bound's), or the model's training
-        if only_logging and not LOGGING_LINE.search(source):
+        if only_logging and not _beside_the_math(source):
             continue
         if ln.hits / steps < MIN_PER_STEP or ln.total_ns / ln.hits > MAX_HIT_STEPS * step_ns:
             continue
@@ -279,6 +290,18 @@ def sampled_share(trace: Any, file: str, line: int) -> tuple[int, int, float] | 
     return hit, total, factor
 
 
+def _beside_the_math(source: str) -> bool:
+    """Whether a line of a loop's body (all of it the step's work) is still the script's own
+    work beside the training's arithmetic: logging, an array copied whole to grow by a row, a
+    weighted draw that sums its weights each call, a data set copied whole in a new order."""
+    return bool(
+        LOGGING_LINE.search(source)
+        or GROWING_ARRAY.match(source)
+        or WEIGHTED_DRAW.search(source)
+        or WHOLE_GATHER.search(source)
+    )
+
+
 def holds(f: Mapping[str, Any], pct: float) -> bool:
     """Whether a line of the script in the steps holds at least ``pct``% of the step (and
     enough for a finding): time measured in the steps is inside that line's work."""
@@ -302,6 +325,20 @@ def _fix(function: str, source: str) -> str:
         return (
             "Log, print or update the progress bar every N steps (if step % N == 0), not every "
             "step: it is the script's own work, not the model's"
+        )
+    if GROWING_ARRAY.match(source):
+        return (
+            "It copies the whole array to add to it at every step (the array joined with "
+            "itself: the copy grows with the steps, and so does the step): append to a Python "
+            "list and make the array once after the loop (np.array(rows) or np.stack(rows)), "
+            "or allocate it once (np.empty((steps, ...))) and assign row i"
+        )
+    if WEIGHTED_DRAW.search(source):
+        return (
+            "The weighted draw sums all its weights at every call: compute the cumulative "
+            "weights once before the loop (random.choices(..., cum_weights=cum), cum = "
+            "list(itertools.accumulate(weights))), or draw many samples in one call "
+            "(rng.choice(n, size=(steps, k), p=p)) and take them a step at a time"
         )
     if WHOLE_GATHER.search(source):
         # A train_on_batch loop shuffling its 60,000 rows at every batch (X_train[perm]):

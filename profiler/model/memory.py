@@ -16,6 +16,8 @@ from profiler.model.trace import from_jsonable, to_jsonable
 
 #: A candidate's kinds: a TF graph's ops, a tf.function's traces, a container's items.
 GRAPH, FUNCTION, CONTAINER = "graph", "function", "container"
+#: A numpy array the same name holds, made anew larger each step (``h = np.vstack([h, w])``).
+ARRAY = "array"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +37,10 @@ class Candidate:
 
     Attributes:
         kind: ``graph`` (values: the graph's version, ops created), ``function`` (its tracing
-            count) or ``container`` (its length).
+            count), ``container`` (its length) or ``array`` (its bytes).
         label: the script's name for it (``history``, ``main().losses``, ``the default graph``).
         steps, values: the steps done at each read and the value then.
-        item, item_bytes: a container's newest item, and the bytes it holds.
+        item, item_bytes: a container's newest item, and the bytes it holds (an array: itself).
         ops: a graph's new ops by type and creating line, most seen first.
     """
 

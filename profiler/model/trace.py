@@ -396,9 +396,9 @@ OUTLIER_FACTOR = 3.0
 
 def central_bounds(values: Sequence[int]) -> tuple[int, int]:
     """The typical step's range (inclusive): between the 10th and 90th percentiles, and no
-    higher than ``OUTLIER_FACTOR`` times the median where that keeps over half the steps. Epochs of
-    8 batches have one slow first step in 8, more than the tenth the trim leaves out: a tabular
-    fit's 2 ms batches read a typical step of 25 ms, and "a batch is 25,326 µs"."""
+    higher than ``OUTLIER_FACTOR`` times the median where that keeps over half the steps.
+    Epochs of 8 batches have one slow first step in 8, more than the tenth the trim leaves out:
+    a tabular fit's 2 ms batches read a typical step of 25 ms, and "a batch is 25,326 µs"."""
     if not values:
         raise ModelError("range of no values")
     ordered = sorted(values)
