@@ -359,3 +359,29 @@ def test_fits_data_is_told_apart_arrays_from_a_dataset() -> None:
     assert _input_kind(SimpleNamespace(element_spec=None)) == "dataset"
     assert _input_kind([1.0, 2.0]) == "list"
     assert _input_kind(None) is None
+
+
+def test_a_fit_called_inside_a_loop_of_the_script_is_told_so(tmp_path, monkeypatch) -> None:
+    import sys
+    import types
+
+    from profiler.capture.script import detect
+
+    # 60 fit(epochs=1) calls in a loop: the first fit's 32 batches bounded the plan, and every
+    # phase was packed into the run's first 67 steps.
+    script = tmp_path / "loop_fit.py"
+    script.write_text(
+        "import sys\n"
+        "def fit():\n"
+        "    return caller(sys._getframe(1))\n"
+        "once = fit()\n"
+        "seen = []\n"
+        "for epoch in range(2):\n"
+        "    seen.append(fit())\n"
+    )
+    main = types.ModuleType("__main__")
+    main.__file__ = str(script)
+    main.caller = detect._called_in_loop
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    exec(compile(script.read_text(), str(script), "exec"), main.__dict__)
+    assert main.once is False and main.seen == [True, True]
