@@ -304,3 +304,45 @@ def test_a_loops_line_that_grows_an_array_or_sums_its_weights_is_named_not_the_m
         step_lines._fix("<module>", grows)
     )
     assert "random.choices(..., cum_weights=cum)" in step_lines._fix("<module>", draws)
+
+
+def test_a_steps_logging_lines_each_under_the_share_are_named_together() -> None:
+    # A custom loop's two tf.summary.scalar calls and a print of .numpy() values each step:
+    # 12%, 17% and 9% of the lines window's step, 57-62% of the loop without the profiler;
+    # each under the finding's 20%, none was named.
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import step_lines
+    from profiler.model import Frame, LineStat, Sample, Segment, Window
+    from profiler.model.records import LinesData
+
+    ms = 1_000_000
+    f_ = "/w/loop.py"
+    lines = (
+        LineStat(f_, 36, "<module>", 10, 10 * 25 * ms, "loss = train_step(xb, yb)"),
+        LineStat(f_, 39, "<module>", 10, 10 * 12 * ms, 'tf.summary.scalar("loss", loss)'),
+        LineStat(f_, 40, "<module>", 10, 10 * 17 * ms, 'tf.summary.scalar("acc", acc)'),
+        LineStat(f_, 42, "<module>", 10, 10 * 9 * ms, 'print(f"{loss.numpy():.4f}")'),
+    )
+    window = Window("lines", (Segment(0, tuple(i * 100 * ms for i in range(11))),))
+    rec = SimpleNamespace(lines=lines, window=window, data=LinesData(10, ("<module>",)))
+    main = [Sample((Frame("<module>", f_, n),), c, "main") for n, c in ((36, 60), (39, 30))]
+    main += [Sample((Frame("<module>", f_, n),), c, "main") for n, c in ((40, 40), (42, 20))]
+    sampled = SimpleNamespace(samples=main)
+    trace = SimpleNamespace(
+        script={"path": f_, "detection": {"source": "auto_loop"}},
+        phase={"lines": rec, "sampled": sampled}.get,
+    )
+    f: dict = {"step_us": 2_000.0}
+    step_lines.step_line_facts(f, trace)
+    assert f["hot_line_where"] == (
+        'lines 39, 40 and 42 of <module> (`tf.summary.scalar("loss", loss)`; '
+        '`tf.summary.scalar("acc", acc)`; `print(f"{loss.numpy():.4f}")`) hold'
+    )
+    assert f["hot_line_share_pct"] == pytest.approx(60.0)  # 90 of the 150 samples
+    assert f["hot_line_fix"].startswith("Log, print or update the progress bar every N steps")
+    # One logging line alone over the others: named alone.
+    g: dict = {"step_us": 2_000.0}
+    trace.phase = {"lines": SimpleNamespace(**{**vars(rec), "lines": lines[:2]})}.get
+    step_lines.step_line_facts(g, trace)
+    assert g["hot_line_where"].startswith("line 39 of <module>")

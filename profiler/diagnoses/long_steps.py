@@ -140,7 +140,8 @@ def _where(at: list[int]) -> str:
 def _other_finding(f: Mapping[str, Any]) -> bool:
     """Another finding names these steps (see the module's docstring)."""
     periodic = (f.get("slow_period") or 0) > 1 and (f.get("slow_excess_pct") or 0) >= 5
-    return bool(periodic or f.get("slow_by_graph") or (f.get("gc_share") or 0) >= 0.2)
+    named = f.get("slow_by_graph") or f.get("recreated_fn")
+    return bool(periodic or named or (f.get("gc_share") or 0) >= 0.2)
 
 
 RULES: tuple[Rule, ...] = (

@@ -167,6 +167,16 @@ def memory_facts(f: dict[str, Any], trace: Any) -> None:
         )
         f["mem_cause_fix"] = ""
         f["mem_cause_kind"] = ""
+    elif f.get("recreated_fn"):
+        # A tf.function made anew each iteration (function_recreated): each new one keeps its
+        # graph and concrete function (a custom loop's, 25 made: 92 KB a step).
+        name = f["recreated_fn"]
+        f["mem_cause"] = (
+            f"the tf.function `{name}` was made anew {f['recreated_n']} times, each new one "
+            "keeping its traced graph"
+        )
+        f["mem_cause_fix"] = f"Define `{name}` once, before the loop."
+        f["mem_cause_kind"] = "recreated"
     else:
         f["mem_cause"] = (
             "no graph, tf.function, container or array of the script's was seen growing (what "

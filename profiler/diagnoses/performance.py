@@ -141,6 +141,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: _trend_facts(f, trace, wa),
         lambda: _slow_facts(f, trace),
         lambda: _graph_slow_facts(f),
+        lambda: _recreated_facts(f, trace),
         lambda: _constants_facts(f, trace, wa),
         lambda: memory_rules.memory_facts(f, trace),
         lambda: gc_rules.gc_facts(f, trace),
@@ -775,6 +776,46 @@ def _graph_slow_facts(f: dict[str, Any]) -> None:
     f["slow_by_graph"] = True
 
 
+#: A tf.function of the script's made anew at least this many times (the same name, each a
+#: new function object traced at its first call) ...
+RECREATED_MIN = 3
+
+
+def _recreated_facts(f: dict[str, Any], trace: Any) -> None:
+    """A tf.function the script defines inside its loop: each iteration makes a new function,
+    traced again at its first call (a custom loop's ``@tf.function def train_step`` inside the
+    epoch loop: 77% of the loop without the profiler, told "something runs every 32 steps ...
+    run it less often"). Where the slow steps' period is the calls each function got, they are
+    its traces, and their excess is its cost."""
+    funcs = [fn for fn in (trace.script or {}).get("functions") or [] if fn.get("own")]
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for fn in funcs:
+        by_name.setdefault(str(fn.get("name")), []).append(fn)
+    name, made = max(by_name.items(), key=lambda kv: len(kv[1]), default=("", []))
+    if len(made) < RECREATED_MIN:
+        return
+    calls = sorted(int(fn.get("calls") or 0) for fn in made)[len(made) // 2]
+    f["recreated_fn"] = name
+    f["recreated_n"] = len(made)
+    f["recreated_calls"] = calls
+    period = int(f.get("slow_period") or 0)
+    if period and calls and abs(period - calls) <= max(1, calls // 10):
+        f["recreated_cost_us"] = f["slow_excess_us"]
+        f["recreated_cost"] = (
+            f"the steps that trace a new one, one in every {period}, take "
+            f"{f['slow_factor']:.1f}× a normal step: {f['slow_excess_pct']:.0f}% of the loop's "
+            "time"
+        )
+        f["slow_by_recreated"] = True
+    else:
+        f["recreated_cost_us"] = f.get("tracing_us") or 0.0
+        f["recreated_cost"] = (
+            f"{f['recreated_cost_us']:,.0f} µs a step of tracing"
+            if f["recreated_cost_us"] >= 1
+            else "its cost was not measured in the timed steps"
+        )
+
+
 #: A line runs in the slow steps when its executions per step are within this factor of one
 #: per period, and each takes at least ``SLOW_LINE_SHARE`` of a slow step's excess.
 SLOW_LINE_SPREAD = 1.5
@@ -1198,6 +1239,7 @@ RULES: tuple[Rule, ...] = (
             and f["slow_excess_pct"] >= PERIODIC_MIN_PCT
             and not f.get("slow_by_graph")
             and not f.get("slow_by_call")
+            and not f.get("slow_by_recreated")
         ),
         message="{label}: one step in every {slow_period} is {slow_factor:.1f}× a normal step "
         "({slow_us:,.0f} µs against {step_us:,.0f} µs; {slow_count} of them in the measured "
@@ -1205,6 +1247,26 @@ RULES: tuple[Rule, ...] = (
         fix="{slow_what}: run it less often, on fewer samples, or outside the loop; a step's "
         "own cost does not change it.",
         cost="slow_excess_us",
+    ),
+    Rule(
+        id="function_recreated",
+        subject="workload",
+        needs=(
+            "label",
+            "recreated_fn",
+            "recreated_n",
+            "recreated_calls",
+            "recreated_cost",
+            "recreated_cost_us",
+        ),
+        when=lambda f: True,
+        message="{label}: the tf.function `{recreated_fn}` was made anew {recreated_n} times, "
+        "{recreated_calls} calls each, and each new one is traced at its first call: "
+        "{recreated_cost}.",
+        fix="Define `{recreated_fn}` once, before the loop: @tf.function makes a new function "
+        "where its def runs, so a def inside the loop makes one, traced again, at every "
+        "iteration.",
+        cost="recreated_cost_us",
     ),
     Rule(
         id="kernels_not_arithmetic",
@@ -1558,6 +1620,8 @@ RULES: tuple[Rule, ...] = (
             # Nor under predict or evaluate called inside the steps: each call builds its
             # dataset's functions anew (a GAN's predict between its train_on_batch steps).
             and not _tracing_in_calls(f)
+            # Nor where the script makes its tf.function anew (function_recreated).
+            and not f.get("recreated_fn")
         ),
         message="{label}: {tracing_pct:.1f}% of the sampled step time was tracing, yet "
         "{one_off_what}.",
