@@ -601,6 +601,13 @@ def test_a_growing_graph_is_named_by_the_ops_and_the_line_that_make_them():
     assert f["graph_ops_where"] == (
         "(Softmax, Equal, ArgMax; line 207: `preds = tf.nn.softmax(logits_batch)`)"
     )
+    assert f["graph_fix"].startswith("Build every op once, before the loop")
+    # A Saver made in the loop (every 20 steps: 78% of the loop without the profiler): its fix.
+    saver = {"type": "SaveV2", "line": 33, "text": "saver = tf.compat.v1.train.Saver()"}
+    graph["ops"] = [{**saver, "seen": 16}]
+    s: dict = {}
+    performance._growth_facts(s, trace, None)
+    assert s["graph_fix"].startswith("Create the Saver once, before the loop, and call its save")
     g: dict = {}
     performance._growth_facts(g, SimpleNamespace(script={"graph_growth": growth}), None)
     assert g["graph_ops_where"] == "(tf.assign, tf.add ... called inside it)"

@@ -77,6 +77,11 @@ def _cause_text(c: memory.Cause) -> tuple[str, str]:
             "var.assign(ph)` once, then `sess.run(assign, {ph: value})`), and call "
             "`tf.compat.v1.get_default_graph().finalize()` before the loop so a new op raises."
         )
+        if "Saver(" in c.text:
+            fix = (
+                "Create the Saver once, before the loop, and call its save() in the loop: each "
+                "tf.compat.v1.train.Saver() adds its save and restore ops to the graph."
+            )
         return what, fix
     if c.kind == "function":
         what = (

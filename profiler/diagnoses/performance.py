@@ -12,6 +12,7 @@ case study's); otherwise the rule says what to try.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -329,6 +330,7 @@ def _growth_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
             "there,"
         )
     f["graph_ops_where"] = "(tf.assign, tf.add ... called inside it)"
+    f["graph_fix"] = GRAPH_FIX
     # The new ops' types and the script's lines that made them, where the memory probes saw
     # them (a CS20 convnet's test loop makes Softmax, Equal and ArgMax ops at lines 207-208:
     # the finding said "tf.assign, tf.add ...").
@@ -339,6 +341,24 @@ def _growth_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         lines = [o for o in sites if o.line is not None]
         where = f"; line {lines[0].line}: `{lines[0].text.strip()}`" if lines else ""
         f["graph_ops_where"] = f"({types}{where})"
+        if lines and SAVER_LINE.search(lines[0].text):
+            f["graph_fix"] = SAVER_FIX
+
+
+#: A line making a TF1 Saver (``tf.compat.v1.train.Saver()``): each adds its save and
+#: restore ops to the graph.
+SAVER_LINE = re.compile(r"\bSaver\(")
+#: Its fix (a loop making a Saver at every save, every 20 steps: 78% of the loop without the
+#: profiler; "feed the changing value through a placeholder" was no advice for it).
+SAVER_FIX = (
+    "Create the Saver once, before the loop, and call its save() in the loop: each "
+    "tf.compat.v1.train.Saver() adds its save and restore ops to the graph; call "
+    "graph.finalize() before the loop so any op created later raises at once."
+)
+GRAPH_FIX = (
+    "Build every op once, before the loop (feed the changing value through a placeholder), "
+    "and call graph.finalize() before the loop so any op created later raises at once."
+)
 
 
 def _step_function(trace: Any) -> str:
@@ -1496,6 +1516,7 @@ RULES: tuple[Rule, ...] = (
             "graph_slow",
             "graph_ops_where",
             "graph_rate",
+            "graph_fix",
         ),
         # A steady growth, not a few ops made once mid-run: a loop of two session.run calls
         # an iteration, one making an op, grows 0.5 a step, and 988 ops over 1,976 steps read
@@ -1508,9 +1529,7 @@ RULES: tuple[Rule, ...] = (
         "({ops_from:,} to {ops_to:,} ops): the loop creates ops {graph_ops_where}, so each "
         "session.run that runs them extends the graph and sets up a new executor: "
         "{graph_cost}{graph_slow}.",
-        fix="Build every op once, before the loop (feed the changing value through a "
-        "placeholder), and call graph.finalize() before the loop so any op created later "
-        "raises at once.",
+        fix="{graph_fix}",
         cost="graph_cost_us",
     ),
     Rule(

@@ -226,7 +226,7 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
         if d.block or ident() != main:
             counter.calls += 1
             return run(self, *args, **kwargs)
-        caller = sys._getframe(1).f_code
+        caller = _outside_caller(sys._getframe(1))
         if counter.steps and caller.co_name == TENSOR_EVAL:
             # A tensor's .eval() between the training calls (word2vec's similarity every
             # 10,000 steps, its final embeddings): time between steps, not steps of their own.
@@ -256,6 +256,19 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
             d.boundary()
 
     return session_run
+
+
+def _outside_caller(frame: Any) -> Any:
+    """The code of the first caller outside the toolkit's own frames: a phase's wrapper around
+    ``session.run`` (the hooks') stands between ``Saver.save`` and this one (a loop saving every
+    20 steps had its saves counted as steps in the hooks window only: a slow step every 21 there,
+    every 20 elsewhere, and no period found)."""
+    while frame.f_back is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(_PROFILER + os.sep) or path.startswith(_WORKLOADS + os.sep):
+            break
+        frame = frame.f_back
+    return frame.f_code
 
 
 def _blocked(fn: Callable[..., Any], driver: StepDriver, name: str) -> Callable[..., Any]:
