@@ -507,6 +507,7 @@ class EpochCost:
         low_share: the same with the smallest boundary's excess: a lower bound for the share
             (below the median boundary's with probability 1 - 2^-n for n boundaries, 87.5%
             for 3), which a finding's threshold is held to.
+        clean: of the boundaries, those in the timed window (no phase instrumented them).
     """
 
     steps_per_epoch: int
@@ -515,6 +516,7 @@ class EpochCost:
     batch_ns: int
     share: float
     low_share: float = 0.0
+    clean: int = 0
 
 
 def epoch_cost(trace: WorkloadTrace, steps_per_epoch: int, first_step: int) -> EpochCost | None:
@@ -528,6 +530,7 @@ def epoch_cost(trace: WorkloadTrace, steps_per_epoch: int, first_step: int) -> E
     k = trace.work.units_per_step
     timed_med = median_ns(list(timed.window.durations_ns()))
     found: list[tuple[int, int]] = []
+    clean = 0
     for p in trace.phases:
         if p.window is None or not p.window.n_steps:
             continue
@@ -542,6 +545,7 @@ def epoch_cost(trace: WorkloadTrace, steps_per_epoch: int, first_step: int) -> E
                     # instrumented window (hooks, lines) slows the validation at the boundary
                     # as it slows the batches, and its absolute excess was 2-4.5x the truth.
                     found.append((step, round(max(dur - med, 0) * timed_med / med)))
+                    clean += p.name == "timed" and step != steps_per_epoch
     # The first boundary also pays one-offs (the first validation traces its function: 4.4 s
     # against 2.6 s later): only the later ones say what recurs. A run whose windows held only
     # first boundaries (each re-run of a 2-epoch script has one) has no recurring cost measured.
@@ -559,6 +563,7 @@ def epoch_cost(trace: WorkloadTrace, steps_per_epoch: int, first_step: int) -> E
         batch,
         cost / epoch if epoch else 0.0,
         low / (steps_per_epoch * batch + low) if batch or low else 0.0,
+        clean,
     )
 
 
