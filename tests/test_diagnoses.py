@@ -297,12 +297,16 @@ def test_a_fit_on_arrays_is_told_to_build_its_dataset_once_and_its_validation_is
     # than the batches: a 24,000-row validation read 6.0 s a boundary, 2.1 s as written, 2.3 s
     # without the profiler): the validations timed as written give the cost.
     f = {}
-    instrumented = SimpleNamespace(**{**vars(epochs), "clean": 0})
+    from profiler.analysis.stats import EpochCost
+
+    instrumented = EpochCost(8, 95, 175_700_000, 2_300_000, 0.9, 0.85, clean=0)
     wa = SimpleNamespace(epochs=instrumented, attribution=SimpleNamespace(reference_ns=2_300_000))
     performance._epoch_facts(f, SimpleNamespace(script={"fit": fit}), wa)
     assert f["epoch_excess_us"] == 90_000.0 and f["epoch_what"].startswith(
-        "every epoch's validation takes 90,000 µs (2 timed after the first"
+        "every epoch's validation takes 90,000 µs (timed as written; the 95 epoch boundaries "
+        "the instrumented windows held read 175,700 µs)"
     ), f["epoch_what"]
+    assert f["epoch_boundaries"] == 95  # still the boundaries' count, for the rule's floor
     # A tf.data input: no such fix.
     f = {}
     given = {**fit, "x_kind": "dataset", "validation_kind": "dataset"}
