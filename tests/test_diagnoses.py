@@ -1052,3 +1052,24 @@ def test_a_tf_function_defined_inside_the_loop_is_named_with_its_traces_as_its_c
     f2: dict = {"label": "loop.py"}
     performance._recreated_facts(f2, SimpleNamespace(script={"functions": [fn, fn]}))
     assert "recreated_fn" not in f2
+
+
+def test_overhead_that_is_the_executors_cost_per_op_is_not_told_to_run_more_steps_a_call():
+    from profiler.diagnoses import performance
+
+    # A Keras LSTM (20 time steps of small ops) in fit: 11.0 ms of its 14.2 ms overhead is the
+    # executor's per-op cost, 1.0 ms the call's; steps_per_execution=4 was 1.1-1.7x slower
+    # without the profiler, and "fit's per-batch machinery ... steps_per_execution" was said.
+    f = {"label": "lstm.py", "name": "lstm.py", "framework": "keras", "step_us": 23_776.0}
+    f.update(overhead_pct=60.0, overhead_us=14_257.0, compute_us=9_519.5, units_per_step=1)
+    f.update(tracing_pct=1.0, flops=None, uses_function=True, python_us=772.0)
+    f.update(per_op_us=10_968.0, per_call_us=983.0)
+    found = {d.rule: d for d in evaluate(performance.RULES, "workload", [f])}
+    assert "overhead_bound_keras" not in found and "per_op_bound" in found, sorted(found)
+    d = found["per_op_bound"]
+    assert "10,968 µs of it is the graph executor's cost per op inside the call" in d.message
+    assert d.fix.startswith("Fewer, larger ops: XLA (jit_compile=True) fuses them")
+    # The call's own cost the larger: fit's per-batch machinery, as before.
+    f.update(per_op_us=2_000.0, per_call_us=9_000.0)
+    found = {d.rule for d in evaluate(performance.RULES, "workload", [f])}
+    assert "overhead_bound_keras" in found and "per_op_bound" not in found

@@ -79,6 +79,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         "cast_us": parts.get("feed_fetch.cast"),
         "fetch_value_us": parts.get("feed_fetch.fetch_value"),
         "per_call_us": parts.get("dispatch.per_call"),
+        "per_op_us": parts.get("dispatch.per_op"),
         # A user's script declares no arithmetic.
         "flops": work.flops_per_step // max(k, 1) if work.flops_per_step else None,
         "eager": mode == "eager"
@@ -1059,6 +1060,23 @@ FEW_RETRACES = 3
 FEW_RETRACES_PER_STEP = 0.01
 
 
+#: The graph executor's per-op cost at least this share of a step's overhead, and this many
+#: times the per-call cost beside it, is the overhead: several steps a call cannot touch it.
+PER_OP_SHARE = 0.5
+PER_OP_OVER_CALL = 2.0
+
+
+def _per_op_bound(f: Facts) -> bool:
+    """Whether a compiled step's overhead is its ops' scheduling inside the call (a Keras
+    LSTM's 20 time steps of small ops: 11.0 ms of 14.2 ms of overhead, per call 1.0 ms;
+    steps_per_execution=4 was 1.1-1.7x slower without the profiler) rather than the calls."""
+    per_op, overhead = f.get("per_op_us"), f.get("overhead_us")
+    if not per_op or not overhead:
+        return False
+    beside = (f.get("per_call_us") or 0.0) + (f.get("python_us") or 0.0)
+    return per_op >= PER_OP_SHARE * overhead and per_op >= PER_OP_OVER_CALL * beside
+
+
 def _overhead_bound(f: Facts) -> bool:
     # Tracing is not per-call overhead a larger batch would spread, nor is waiting for input:
     # their rules say what to do.
@@ -1145,12 +1163,35 @@ RULES: tuple[Rule, ...] = (
             # fit called on one batch again and again: its per-call set-up (fit_per_batch).
             and not f.get("one_batch_epochs")
             and not call_rules.fit_per_batch(f)
+            # The ops' scheduling inside the call (per_op_bound).
+            and not _per_op_bound(f)
         ),
         message="{label}: {overhead_pct:.0f}% of each {step_us:,.0f} µs batch is overhead around "
         "{compute_us:,.1f} µs of kernels: the rest is fit's per-batch machinery.",
         fix="Run several batches per call: model.compile(..., steps_per_execution=k), or a "
         "larger batch_size.",
         cost="overhead_us",
+    ),
+    Rule(
+        id="per_op_bound",
+        subject="workload",
+        needs=("label", "step_us", "overhead_pct", "per_op_us", "compute_us", "per_call_us"),
+        when=lambda f: (
+            _overhead_bound(f)
+            and f["framework"] in ("keras", "tf2")
+            and _per_op_bound(f)
+            and not f.get("eager_switch")
+        ),
+        message="{label}: {overhead_pct:.0f}% of each {step_us:,.0f} µs step is overhead around "
+        "{compute_us:,.1f} µs of kernels, and {per_op_us:,.0f} µs of it is the graph "
+        "executor's cost per op inside the call (many small ops run one by one: a recurrent "
+        "layer's time steps, small layers), not the call's own ({per_call_us:,.0f} µs): more "
+        "steps a call cannot remove it.",
+        fix="Fewer, larger ops: XLA (jit_compile=True) fuses them (measure it on this loop and "
+        "keep it only if the step is faster), larger batches make each op do more for the same "
+        "per-op cost, and a smaller unroll or a fused layer (a recurrent layer's cuDNN kernel "
+        "on a GPU) runs fewer ops.",
+        cost="per_op_us",
     ),
     Rule(
         id="one_batch_epochs",
@@ -1188,6 +1229,7 @@ RULES: tuple[Rule, ...] = (
             # still a step's worth of a finding.
             and f.get("function_overhead_us", f["overhead_us"])
             >= OVERHEAD_BOUND_PCT / 100 * f["step_us"]
+            and not _per_op_bound(f)
         ),
         message="{label}: {overhead_pct:.0f}% of each {step_us:,.0f} µs step is overhead around "
         "{compute_us:,.1f} µs of kernels{function_overhead_note}.",
@@ -1713,6 +1755,7 @@ WHATIF_FOR: dict[str, tuple[str, ...]] = {
     "compute_bound": ("keras_jit", "function_jit", "numpy_float32"),
     "compute_bound_peak": ("keras_jit", "function_jit", "numpy_float32"),
     "eager_dispatch": ("eager_function",),
+    "per_op_bound": ("keras_jit", "function_jit"),
     "predict_in_loop": ("predict_direct",),
 }
 
