@@ -232,7 +232,7 @@ def test_the_finding_quotes_the_cause_and_only_its_fix() -> None:
     assert "placeholder" in d.fix and "float(" not in d.fix
     mem, script = _record(60_000)
     (d,) = found(mem, script)
-    assert "no graph, tf.function or container" in d.message and d.fix == ""
+    assert "no graph, tf.function, container or array" in d.message and d.fix == ""
     mem, script = _record(0, _candidate("container", "kept", 1.0, item="a float", item_bytes=24))
     assert found(mem, script) == []
     # A list of floats holding 0.04% of a 58.6 KB-a-step growth is not its cause: named with
