@@ -321,6 +321,18 @@ def not_input_bound(f: Facts) -> bool:
     return (f.get("input_pct") or 0) < INPUT_BOUND_PCT
 
 
+def competes(f: Mapping[str, Any]) -> bool:
+    """Whether the input pipeline's threads took a part of the cores the step needed
+    (``cpu_competition``)."""
+    busy, competing = f.get("busy_share"), f.get("competing_share")
+    return (
+        busy is not None
+        and competing is not None
+        and busy >= BUSY_SHARE
+        and competing >= COMPETING_SHARE
+    )
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         id="input_bound",
@@ -373,7 +385,7 @@ RULES: tuple[Rule, ...] = (
             "competing_us",
             "cpu_fix",
         ),
-        when=lambda f: f["busy_share"] >= BUSY_SHARE and f["competing_share"] >= COMPETING_SHARE,
+        when=lambda f: competes(f),
         message="{label} shares the cores with its input pipeline: during the timed steps "
         "{cores_busy}; {competing_threads} used {competing_cores:.1f} core-seconds per second "
         "({competing_cpu_us:,.0f} µs of CPU a step): tf.data's input pipeline shares the cores "
