@@ -1077,3 +1077,16 @@ def test_overhead_that_is_the_executors_cost_per_op_is_not_told_to_run_more_step
     f.update(per_op_us=2_000.0, per_call_us=9_000.0)
     found = {d.rule for d in evaluate(performance.RULES, "workload", [f])}
     assert "overhead_bound_keras" in found and "per_op_bound" not in found
+
+
+def test_kernels_slowed_by_python_batches_beside_them_are_not_called_compute_bound():
+    from profiler.diagnoses import performance
+
+    # A generator's per-sample augmentation fed to fit: the conv kernels read 20.0 ms of a
+    # 26.1 ms step beside it, where the whole step without it took 8.4 ms without the profiler.
+    f = {"label": "gen.py", "name": "gen.py", "framework": "keras", "step_us": 26_134.0}
+    f.update(compute_us=20_016.0, compute_pct=76.6, top_kernels="_MklNativeConv2D 40%")
+    f.update(overhead_pct=23.4, overhead_us=6_118.0, units_per_step=1, flops=None)
+    assert "compute_bound" in {d.rule for d in evaluate(performance.RULES, "workload", [f])}
+    f.update(gen_step_pct=47.0, input_pct=5.0)
+    assert "compute_bound" not in {d.rule for d in evaluate(performance.RULES, "workload", [f])}

@@ -321,6 +321,19 @@ def not_input_bound(f: Facts) -> bool:
     return (f.get("input_pct") or 0) < INPUT_BOUND_PCT
 
 
+def python_batches(f: Mapping[str, Any]) -> bool:
+    """Whether the batches are made by Python on tf.data's thread, at a cost worth a finding
+    (``python_batches``)."""
+    gen, wait = f.get("gen_step_pct"), f.get("input_pct")
+    return gen is not None and gen >= GENERATOR_PCT and (wait or 0.0) < INPUT_BOUND_PCT
+
+
+def shares_cores(f: Mapping[str, Any]) -> bool:
+    """Whether the step's kernels ran beside input work that took cores from them: Python
+    making the batches, or the pipeline's threads (their kernel times are slowed by it)."""
+    return python_batches(f) or competes(f)
+
+
 def competes(f: Mapping[str, Any]) -> bool:
     """Whether the input pipeline's threads took a part of the cores the step needed
     (``cpu_competition``)."""
@@ -358,7 +371,7 @@ RULES: tuple[Rule, ...] = (
             "gen_step_pct",
             "gen_cores",
         ),
-        when=lambda f: f["gen_step_pct"] >= GENERATOR_PCT and f["input_pct"] < INPUT_BOUND_PCT,
+        when=python_batches,
         message="{label}'s batches are made by Python on tf.data's thread, one at a time: "
         "{gen_python} ran {gen_cpu_us:,.0f} µs a step there ({gen_pct:.0f}% of the framework "
         "window's step, as a PyFunc). The step waits {input_us:,.0f} µs for it and shares its "

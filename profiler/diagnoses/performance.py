@@ -1277,6 +1277,10 @@ RULES: tuple[Rule, ...] = (
             f["compute_pct"] >= 60
             and f.get("gflops") is None
             and f.get("arithmetic_share", 1.0) >= 1 - OTHER_PURPOSE_SHARE
+            # Kernels slowed by input work on the same cores (a generator's augmentation fed
+            # to fit: "compute-bound, 20 ms of a 26 ms step" where the whole step without it
+            # took 8.4 ms without the profiler): the input's finding says what to change.
+            and not input_rules.shares_cores(f)
         ),
         message="{label} is compute-bound: kernels take {compute_us:,.0f} µs of each "
         "{step_us:,.0f} µs step ({compute_pct:.0f}%); the top kernels are {top_kernels}.",
