@@ -318,14 +318,26 @@ def _finding_leads(
     finding: Mapping[str, Any], best: Mapping[str, Any], w: Mapping[str, Any]
 ) -> bool:
     """Whether the costliest finding leads the verdict before the best measured what-if: its
-    cost is ``BIGGER_FINDING`` times the what-if's saving and no what-if of its own ran (an
-    input-bound step, 78% waiting for a py_function map, whose only measured what-if saves
-    4% of it)."""
+    cost is ``BIGGER_FINDING`` times the what-if's saving and no what-if of its own measured
+    it (an input-bound step, 78% waiting for a py_function map, whose only measured what-if
+    saves 4% of it). Its own what-ifs inconclusive are no measurement of it (a two-input fit
+    beside a busy process: steps_per_execution inconclusive, and XLA's 0.2 ms, 1.1x, led over
+    its 1.4 ms of per-batch overhead; steps_per_execution=16 cut training 38% without the
+    profiler); a finding its what-ifs refuted never leads."""
     fix = str(finding["fix"]).split(". ")[0].rstrip(".")
     cost = finding.get("cost_us") or 0.0
-    ran = {x.get("id") for x in w.get("whatif") or []}
-    own = ran & set(WHATIF_FOR.get(str(finding.get("rule")), ()))
-    return bool(fix) and not own and cost > BIGGER_FINDING * best["measured_saving_us"]
+    mine = set(WHATIF_FOR.get(str(finding.get("rule")), ()))
+    own = [
+        x
+        for x in w.get("whatif") or []
+        if x.get("id") in mine and x.get("verdict") not in ("inconclusive", "failed")
+    ]
+    return (
+        bool(fix)
+        and not own
+        and not finding.get("refuted")
+        and cost > BIGGER_FINDING * best["measured_saving_us"]
+    )
 
 
 def verdict_rule(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:

@@ -234,6 +234,40 @@ def test_xla_does_not_measure_the_per_call_fix_of_an_overhead_bound_function() -
     assert focus_view.verdict_rule(card, {"whatif": [xla]}) == "overhead_bound_function"
 
 
+def test_a_findings_own_what_ifs_inconclusive_let_it_lead_over_a_small_measured_fix() -> None:
+    # A two-input fit beside a busy process: 1.38 ms of per-batch overhead, its
+    # steps_per_execution what-ifs inconclusive, XLA 209 us (1.1x) led the verdict;
+    # steps_per_execution=16 cut training 38% without the profiler.
+    card = {
+        "split": [
+            {"category": "dispatch", "label": "dispatch", "us": 600.0, "share": 0.32,
+             "measured": True},
+        ],
+        "findings": [
+            {"rule": "overhead_bound_keras", "cost_us": 1_382.0, "message": "overhead",
+             "fix": "Run several batches per call: model.compile(..., steps_per_execution=k), "
+             "or a larger batch_size."},
+        ],
+    }  # fmt: skip
+    xla = {"id": "keras_jit", "title": "XLA", "measured_saving_us": 209.4,
+           "baseline_us": 2150.0, "variant_us": 1930.0, "verdict": "holds"}  # fmt: skip
+    spe = {"id": "keras_steps_4", "title": "spe4", "measured_saving_us": 635.0,
+           "baseline_us": 2360.0, "variant_us": 1780.0, "verdict": "inconclusive"}  # fmt: skip
+    text = focus_view._verdict(card, {"whatif": [xla, spe]})
+    assert "the top fix, predicted from this run's figures: Run several batches per call" in text
+    assert text.endswith(
+        "another fix, measured on your loop: XLA, 209.4 µs less per step, 1.1× faster."
+    )
+    # Its own what-if measured (it held, or missed): the measurement leads.
+    held = {**spe, "verdict": "misses"}
+    text = focus_view._verdict(card, {"whatif": [xla, held]})
+    assert "the top fix, measured on your loop" in text
+    # Refuted by its what-ifs: it never leads.
+    card["findings"][0]["refuted"] = True
+    text = focus_view._verdict(card, {"whatif": [xla, spe]})
+    assert "the top fix, measured on your loop: XLA" in text
+
+
 def test_an_inconclusive_what_if_says_so_and_never_not_a_fix() -> None:
     # 41.2 ms -> 33.8 ms whose interval spans zero: said "inconclusive", not "no measurable
     # change ... not a fix" (a newcomer read that as a measured no-change).
