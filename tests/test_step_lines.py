@@ -341,6 +341,14 @@ def test_a_steps_logging_lines_each_under_the_share_are_named_together() -> None
     )
     assert f["hot_line_share_pct"] == pytest.approx(60.0)  # 90 of the 150 samples
     assert f["hot_line_fix"].startswith("Log, print or update the progress bar every N steps")
+    # The hooks timed 58% of the step in the script's Python outside the tf.function call,
+    # the samples fewer: the hooks' figure, bounded by the lines phase's (38% of its step).
+    h: dict = {"step_us": 2_000.0, "framework": "tf2", "script_python_us": 1_160.0}
+    sampled.samples = [*main[:1], Sample((Frame("<module>", f_, 39),), 5, "main")]
+    sampled.samples += [Sample((Frame("run", "/site/x.py", 1),), 100, "main")]
+    step_lines.step_line_facts(h, trace)
+    assert h["hot_line_share_pct"] == pytest.approx(38.0)  # the lines phase bounds it
+    assert h["hot_line_how"].startswith("the hooks timed 58% of the step in the script's own")
     # One logging line alone over the others: named alone.
     g: dict = {"step_us": 2_000.0}
     trace.phase = {"lines": SimpleNamespace(**{**vars(rec), "lines": lines[:2]})}.get
