@@ -487,6 +487,7 @@ real = np.random.rand(32, 8).astype("float32")
 ones, zeros = np.ones((32, 1)), np.zeros((32, 1))
 for i in range(600):
     fake = gen.predict(np.random.rand(32, 16).astype("float32"), verbose=0)
+    fake[0, 0] = 0.0  # predict's output is the script's to write (as a DQN's target)
     disc.train_on_batch(real, ones)
     disc.train_on_batch(fake, zeros)
     disc.train_on_batch(real, ones)

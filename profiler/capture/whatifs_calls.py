@@ -87,7 +87,10 @@ def predict_direct(driver: StepDriver) -> Variant | str:
         if len(args) > 2 or set(kw) - _SAME or n is None or (size is not None and size < n):
             return fn(*args, **kw)
         try:
-            out = tf.nest.map_structure(lambda t: np.asarray(t), model(x, training=False))
+            # Writable copies, as predict returns: a tensor's buffer seen through np.asarray is
+            # read-only (a DQN writing its target into predict's output raised "assignment
+            # destination is read-only" in the what-if's blocks, and the script died).
+            out = tf.nest.map_structure(lambda t: np.array(t), model(x, training=False))
             if not variant.check:  # the first direct call: against predict's outputs
                 pairs = list(
                     zip(tf.nest.flatten(out), tf.nest.flatten(fn(*args, **kw)), strict=True)
