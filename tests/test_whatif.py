@@ -540,7 +540,7 @@ def test_a_native_callable_of_a_random_loss_is_checked_by_its_shapes(tmp_path: P
     _, found, _ = _whatifs(tmp_path, "--phases", "timed,hooks,whatif", str(script))
     x = found["tf1_callable"]
     assert x["status"] in ("ok", "partial"), x
-    assert "are random: two session.run calls on the same feeds differ" in x["results_check"]
+    assert "are random: two session.run calls on the same feeds differ" in x["results_check"], x
 
 
 TF1_ITERATOR_EPOCHS = """
