@@ -554,23 +554,23 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
     fit = (trace.script or {}).get("fit") or {}
     timed = None
     att = getattr(wa, "attribution", None)
-    step = float(att.reference_ns) if att is not None else 0.0
+    step = float(att.reference_ns if att is not None else getattr(e, "batch_ns", 0) or 0)
+    # The validations timed as written (None: none, or no validation).
+    own = _validations(fit, step)
     if e is None or e.boundaries < 2:
-        timed = _validations(fit, step)
+        timed = own
         e = timed or e
-    elif not e.clean and fit.get("validation"):
+    elif not e.clean and own is not None and own.excess_ns < e.excess_ns:
         # Every boundary in an instrumented window, which slows a validation more than the
         # batches (a 24,000-row validation read 6.0 s a boundary there, 2.1 s as written and
         # 2.3 s without the profiler): the validations timed as written, where less.
-        own = _validations(fit, step)
-        if own is not None and own.excess_ns < e.excess_ns:
-            f["epoch_instrumented_us"] = e.excess_ns / 1e3
-            e = dataclasses.replace(
-                e,
-                excess_ns=own.excess_ns,
-                share=own.share,
-                low_share=min(own.low_share, e.low_share),
-            )
+        f["epoch_instrumented_us"] = e.excess_ns / 1e3
+        e = dataclasses.replace(
+            e,
+            excess_ns=own.excess_ns,
+            share=own.share,
+            low_share=min(own.low_share, e.low_share),
+        )
     if e is None:
         return
     f["epoch_what"] = (
@@ -621,15 +621,14 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
             f"each of the {calls} fit calls' set-up (its data adapter, iterator and callbacks)"
         )
     f["epoch_work"] = " and ".join(work) or "the epoch's data iterator set-up"
-    if timed is None and fit.get("validation") and "epoch_instrumented_us" not in f:
+    split = timed is None and "epoch_instrumented_us" not in f
+    if split and own is not None and own.excess_ns < e.excess_ns:
         # The boundary holds the validation and the next epoch's set-up: the validations'
         # own time, where timed as written, says how much is which.
-        own = _validations(fit, float(e.batch_ns))
-        if own is not None and own.excess_ns < e.excess_ns:
-            f["epoch_what"] += (
-                f" (its validation, timed: {own.excess_ns / 1e3:,.0f} µs of it; the rest is "
-                "the next epoch's set-up)"
-            )
+        f["epoch_what"] += (
+            f" (its validation, timed: {own.excess_ns / 1e3:,.0f} µs of it; the rest is "
+            "the next epoch's set-up)"
+        )
     fixes = []
     if between:
         fixes.append(between[1])

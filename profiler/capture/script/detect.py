@@ -48,7 +48,7 @@ from profiler.capture.script.driver import (
     StepDriver,
     arg_key,
 )
-from profiler.capture.script.source import body_is_step
+from profiler.capture.script.source import ScriptError, body_is_step, load
 
 _SESSION = "tensorflow.python.client.session"
 _FUNCTION = "tensorflow.python.eager.polymorphic_function.polymorphic_function"
@@ -519,11 +519,11 @@ def _loop_lines(path: str) -> frozenset[int]:
     """The lines inside the bodies of a file's ``for`` and ``while`` loops (none where it
     cannot be read or parsed)."""
     import ast
+    from pathlib import Path
 
     try:
-        with open(path, "rb") as fh:
-            tree = ast.parse(fh.read())
-    except (OSError, SyntaxError, ValueError):
+        tree = load(Path(path)).tree
+    except ScriptError:
         return frozenset()
     lines: set[int] = set()
     for node in ast.walk(tree):
