@@ -337,11 +337,16 @@ def tf1_callable(driver: StepDriver) -> Variant | str:
 
     def on() -> None:
         if not variant.errors:
+            # The check's own session.run calls are not the script's steps (counted as steps,
+            # they reached the schedule's step boundary from inside this switch).
+            driver.block += 1
             try:
                 check()
             except Exception as exc:  # the variant is unusable here
                 variant.errors.append(error_line(exc))
                 return
+            finally:
+                driver.block -= 1
             if not variant.errors:
                 driver.variant_run = run
 
