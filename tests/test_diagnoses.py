@@ -1077,6 +1077,12 @@ def test_overhead_that_is_the_executors_cost_per_op_is_not_told_to_run_more_step
     f.update(per_op_us=2_000.0, per_call_us=9_000.0)
     found = {d.rule for d in evaluate(performance.RULES, "workload", [f])}
     assert "overhead_bound_keras" in found and "per_op_bound" not in found
+    # Python making the batches on tf.data's thread beside the step (a PyDataset's
+    # __getitem__): their time, not fit's per-batch machinery; steps_per_execution leaves it.
+    made = {**f, "gen_step_pct": 40.0, "input_pct": 10.0}
+    assert "overhead_bound_keras" not in {
+        d.rule for d in evaluate(performance.RULES, "workload", [made])
+    }
 
 
 def test_kernels_slowed_by_python_batches_beside_them_are_not_called_compute_bound():

@@ -1176,6 +1176,12 @@ RULES: tuple[Rule, ...] = (
             and not call_rules.fit_per_batch(f)
             # The ops' scheduling inside the call (per_op_bound).
             and not _per_op_bound(f)
+            # Python making the batches beside the step, or the pipeline's threads, took the
+            # cores: the step waits for them (python_batches, cpu_competition say which). A
+            # PyDataset's per-sample augmentation beside a busy process read 52% "fit's
+            # per-batch machinery" and led with steps_per_execution, which leaves the
+            # __getitem__ calls as they are.
+            and not input_rules.shares_cores(f)
         ),
         message="{label}: {overhead_pct:.0f}% of each {step_us:,.0f} µs batch is overhead around "
         "{compute_us:,.1f} µs of kernels: the rest is fit's per-batch machinery.",
