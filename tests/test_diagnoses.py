@@ -659,6 +659,10 @@ def test_steps_slowed_by_a_graph_growing_in_the_loop_are_its_cost_and_not_overhe
     assert "one in every 2, take 7.0× a normal step: 77% of the loop's time" in f["graph_slow"]
     (slow_rule,) = [r for r in performance.RULES if r.id == "periodic_slow_steps"]
     assert not slow_rule.when({**f, "slow_by_graph": True})
+    # A fit's epoch boundary (keras_adam's 130-batch epochs): per_epoch_cost's, not said twice.
+    epochs = {**f, "slow_by_graph": False, "slow_period": 130}
+    assert slow_rule.when({**epochs, "steps_per_epoch": 100})
+    assert not slow_rule.when({**epochs, "steps_per_epoch": 130})
     # Slow steps every 10th with one new op every 2 steps: not the graph's (its own finding).
     g = {**facts, "slow_period": 10, "ops_per_step": 0.05}
     performance._graph_slow_facts(g)

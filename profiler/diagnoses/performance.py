@@ -1347,6 +1347,10 @@ RULES: tuple[Rule, ...] = (
             and not f.get("slow_by_graph")
             and not f.get("slow_by_call")
             and not f.get("slow_by_recreated")
+            # A fit's epoch boundary (a workload's, whose fit the script record does not
+            # describe): per_epoch_cost says what runs there (keras_adam's 130-batch epochs
+            # were named twice, once as "something runs every 130 steps").
+            and f["slow_period"] != f.get("steps_per_epoch")
         ),
         message="{label}: one step in every {slow_period} is {slow_factor:.1f}× a normal step "
         "({slow_us:,.0f} µs against {step_us:,.0f} µs; {slow_count} of them in the measured "
