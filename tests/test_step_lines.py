@@ -306,6 +306,57 @@ def test_a_loops_line_that_grows_an_array_or_sums_its_weights_is_named_not_the_m
     assert "random.choices(..., cum_weights=cum)" in step_lines._fix("<module>", draws)
 
 
+def test_a_loops_whole_container_made_an_array_or_its_checkpoint_is_named() -> None:
+    from profiler.diagnoses import loops, step_lines
+
+    # A softmax regression converting its 20,000-sample list at every batch (93-98% of its
+    # loop without the profiler) read "the arrays are too small for numpy to pay off"; an
+    # MLP pickling its weights after every step (15-44%) was not named at all.
+    convert = "X_all = np.array(samples)                 # whole dataset, every batch"
+    labels = "y_all = np.append([], labels).astype(int)"
+    dump, opened = "pickle.dump(params, f)", 'with open("ckpt/model.pkl", "wb") as f:'
+    for source in (convert, labels, dump, opened, "np.save('w.npy', W)", "model.save(path)"):
+        assert step_lines._beside_the_math(source), source
+    for source in ("xb = np.array(X[idx])", "h = np.stack([a, b])", "s = np.asarray(x) @ W"):
+        assert not step_lines._beside_the_math(source), source
+    assert "convert it once before the loop" in step_lines._fix("<module>", convert)
+    assert step_lines._fix("<module>", dump).startswith("It saves at every step")
+    # That line's native work is not numpy's per-call cost.
+    f = {"framework": "numpy", "step_us": 14_511.0, "dispatch_us": 9_806.6}
+    f.update(compute_us=3_975.6, python_us=728.9)
+    assert loops._numpy_per_call(f)
+    assert not loops._numpy_per_call({**f, "hot_line_share_pct": 88.0})
+
+
+def test_a_loops_checkpoint_lines_are_named_together() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import step_lines
+    from profiler.model import LineStat, Segment, Window
+    from profiler.model.records import LinesData
+
+    # The lines phase of the MLP pickling its weights each step: the math's lines 15-19%
+    # each, the file's open 9.7% and the dump 11.6%: together the checkpoint's share.
+    ms = 1_000_000
+    f_ = "/w/mlp.py"
+    lines = (
+        LineStat(f_, 27, "<module>", 7, 7 * 17 * ms, "dh1 = (dh2 @ params['W2'].T) * (h1 > 0)"),
+        LineStat(f_, 33, "<module>", 14, 7 * 9 * ms, 'with open("ckpt/model.pkl", "wb") as f:'),
+        LineStat(f_, 34, "<module>", 7, 7 * 11 * ms, "pickle.dump(params, f)"),
+    )
+    window = Window("lines", (Segment(0, tuple(i * 90 * ms for i in range(8))),))
+    rec = SimpleNamespace(lines=lines, window=window, data=LinesData(7, ("<module>",)))
+    trace = SimpleNamespace(
+        script={"path": f_, "detection": {"source": "auto_loop"}},
+        phase={"lines": rec}.get,
+    )
+    f: dict = {"step_us": 90_000.0}
+    step_lines.step_line_facts(f, trace)
+    assert f["hot_line_where"].startswith("lines 33 and 34 of <module>")
+    assert f["hot_line_share_pct"] == pytest.approx(100 * 20 / 90)
+    assert f["hot_line_fix"].startswith("It saves at every step")
+
+
 def test_a_steps_logging_lines_each_under_the_share_are_named_together() -> None:
     # A custom loop's two tf.summary.scalar calls and a print of .numpy() values each step:
     # 12%, 17% and 9% of the lines window's step, 57-62% of the loop without the profiler;

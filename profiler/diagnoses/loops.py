@@ -170,11 +170,19 @@ def _per_sample(f: Any) -> bool:
     )
 
 
+#: A script line holding this share of the step (%) explains the step's per-call figures.
+HOT_LINE_PCT = 50.0
+
+
 def _numpy_per_call(f: Any) -> bool:
     return (
         f["framework"] == "numpy"
         and f.get("inner_line") is None
         and f.get("a_us") is None  # the size sweep's finding says it with measured figures
+        # A line of the script's holding half the step or more (step_line's): its per-call
+        # figure is that line's native work (a 20,000-sample list made into an array each
+        # batch: 9.8 ms of "dispatch" in ~20 numpy calls a step, "the arrays are too small").
+        and (f.get("hot_line_share_pct") or 0.0) < HOT_LINE_PCT
         and 100 * f["dispatch_us"] / f["step_us"] >= NUMPY_DISPATCH_PCT
         and f["dispatch_us"] >= f["compute_us"]
         and f["dispatch_us"] + f["python_us"] >= NUMPY_DISPATCH_X * f["compute_us"]
