@@ -69,6 +69,72 @@ def test_kernels_under_a_summary_writers_scope_are_summaries_whatever_their_type
     assert purposes.shares(rows) == {purposes.SUMMARIES: 0.6, purposes.ARITHMETIC: 0.4}
 
 
+def test_kernels_only_a_fetch_beside_the_training_needs_are_named_by_that_fetch() -> None:
+    from profiler.diagnoses import performance
+    from profiler.diagnoses.engine import evaluate
+    from profiler.model.records import BesideFetch
+
+    # A TF1 loop fetching its predictions on the whole training set with every training step
+    # (86-92% of its loop without the profiler) was "compute-bound ... a faster step needs
+    # less arithmetic": the kernels were the model's ops, but only that fetch needed them.
+    beside = (
+        BesideFetch("Softmax:0", ("MatMul_2", "add_2", "Relu_1", "MatMul_3", "Softmax")),
+        BesideFetch("Mean:0", ("Mean",)),
+    )
+    rows = [
+        ("_MklNativeFusedMatMul", "MatMul_2", 0.50),
+        ("_MklNativeFusedMatMul", "MatMul_3", 0.15),
+        ("_MklSoftmax", "Softmax", 0.10),
+        ("Mean", "Mean", 0.001),
+        ("_MklNativeFusedMatMul", "MatMul", 0.12),
+        ("ResourceApplyAdam", "Adam/update_W1/ResourceApplyAdam", 0.129),
+    ]
+    f: dict = {"label": "fetch.py", "step_us": 23_474.0, "compute_pct": 100.0}
+    performance._purpose_facts(f, rows, 23_474.0, beside)
+    assert f["arithmetic_share"] == pytest.approx(0.249)
+    assert f["purpose"] == (
+        "values fetched beside the training (`Softmax:0`, fetched with every training step)"
+    )
+    assert f["purpose_kernels"] == "_MklNativeFusedMatMul 65%, _MklSoftmax 10%"
+    (d,) = [d for d in evaluate(performance.RULES, "workload", [f]) if d.rule != "compute_bound"]
+    assert d.rule == "kernels_not_arithmetic"
+    assert "fetch `Softmax:0` every N steps" in d.fix and "step % N == 0" in d.fix
+    # A merged summary fetched beside the training stays summaries.
+    assert purposes.purpose("HistogramSummary", "Softmax", {"Softmax"}) == purposes.SUMMARIES
+    assert purposes.purpose("MatMul", "MatMul_2", {"MatMul_2"}) == purposes.FETCHED
+    # Without the fetches' ops, the same kernels are the model's arithmetic.
+    g: dict = {"label": "fetch.py", "step_us": 23_474.0, "compute_pct": 100.0}
+    performance._purpose_facts(g, rows, 23_474.0)
+    assert g["arithmetic_share"] > 0.99 and "purpose" not in g
+
+
+@pytest.mark.tf
+def test_the_ops_a_fetch_needs_beside_the_training_ops_are_found_in_the_graph() -> None:
+    import numpy as np
+
+    tf = pytest.importorskip("tensorflow")
+    from profiler.capture.collectors import fetches
+
+    tf1 = tf.compat.v1
+    with tf.Graph().as_default() as graph:
+        x = tf1.placeholder(tf.float32, (None, 4), name="x")
+        w = tf1.get_variable("w", (4, 2))
+        loss = tf.reduce_mean(tf.matmul(x, w), name="loss")
+        train = tf1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        data = tf.constant(np.ones((50, 4), np.float32), name="data")
+        full = tf.nn.softmax(tf.matmul(data, w), name="full")
+        found = fetches.beside_training(graph, [train, loss, {"p": full}])
+        assert [b.fetch for b in found] == ["loss:0", "full:0"]
+        own = dict((b.fetch, set(b.ops)) for b in found)
+        # The predictions' own ops: their matmul and softmax, not the variable they share.
+        assert {"full", "MatMul_1", "data"} <= own["full:0"]
+        assert not {"w", "w/read", "MatMul"} & own["full:0"]
+        # No training op fetched, or nothing beside it: nothing to say.
+        assert fetches.beside_training(graph, [loss, full]) == ()
+        assert fetches.beside_training(graph, train) == ()
+        assert fetches.beside_training(graph, ["no_such_op:0", train]) == ()
+
+
 def test_an_evaluation_every_10th_iteration_is_named_with_its_period(tmp_path: Path) -> None:
     # Truth (--bench, on this machine): a training iteration ~0.16 ms, an evaluating one
     # 14 ms (90x), the evaluating iterations ~87% of the loop.

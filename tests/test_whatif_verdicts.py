@@ -204,6 +204,44 @@ def test_a_finding_holding_far_more_than_the_measured_fix_leads_the_verdict() ->
     assert focus_view.verdict_rule(card, {"whatif": []}) == "compute_bound"
 
 
+def test_a_saving_its_blocks_are_unsure_of_is_ranked_by_its_lower_end_and_quoted_as_a_range():
+    # An input-bound fit (a heavy STFT map, no cache) beside a busy process: XLA's 8 pairs of
+    # blocks read 0.18-9.25 ms less per step, "4.8x faster" led the answer, where XLA gave
+    # nothing without the profiler and .cache() 5.1x (the variant's compile let the pipeline
+    # run ahead).
+    card = {
+        "split": [
+            {"category": "feed_fetch", "label": "feed/fetch", "us": 4_000.0, "share": 0.64,
+             "measured": True},
+        ],
+        "findings": [
+            {"rule": "input_bound", "fix": "Cache after map(feat). More.", "cost_us": 3_500.0,
+             "message": "input-bound"},
+        ],
+    }  # fmt: skip
+    xla = {"id": "keras_jit", "title": "XLA", "measured_saving_us": 4_820.0, "pairs": 8,
+           "interval_us": [177.5, 9_253.8], "baseline_us": 6_300.0, "variant_us": 1_300.0,
+           "verdict": "holds"}  # fmt: skip
+    assert focus_view.sure_saving(xla) == 177.5
+    text = focus_view._verdict(card, {"whatif": [xla]})
+    assert "the top fix, predicted from this run's figures: Cache after map(feat)" in text
+    assert text.endswith(
+        "another fix, measured on your loop: XLA, between 177.5 µs and 9.25 ms less per step "
+        "(95%; its 8 pairs of blocks varied widely)."
+    )
+    assert focus_view.verdict_rule(card, {"whatif": [xla]}) == "input_bound"
+    # Sure of most of it: the point figure and its speed-up, as before.
+    sure = {**xla, "interval_us": [4_000.0, 5_640.0]}
+    text = focus_view._verdict(card, {"whatif": [sure]})
+    assert text.endswith(
+        "the top fix, measured on your loop: XLA, 4.82 ms less per step, 4.8× faster."
+    )
+    # Of two fixes, the one surer of more leads.
+    spe = {**xla, "id": "keras_steps_4", "title": "spe4", "measured_saving_us": 3_000.0,
+           "interval_us": [2_500.0, 3_500.0]}  # fmt: skip
+    assert focus_view.verdict_rule(card, {"whatif": [xla, spe]}) == "whatif:keras_steps_4"
+
+
 def test_xla_does_not_measure_the_per_call_fix_of_an_overhead_bound_function() -> None:
     # keras-io's custom training loop: 67% of a 1.39 ms step is the tf.function call's
     # overhead; XLA measured 286 µs less. Several steps a call were 2.2x faster without the

@@ -11,7 +11,7 @@ purpose), the first match wins; an op no rule names is the model's arithmetic.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 ARITHMETIC = "arithmetic"
 SUMMARIES = "summaries"
@@ -19,6 +19,9 @@ FILES = "checkpoints and files"
 INPUT = "input pipeline"
 STATE = "variables and state"
 COMMUNICATION = "communication"
+#: A TF1 step's fetches the training does not need (``profiler.capture.collectors.fetches``):
+#: by the graph, not by the op's type (a forward pass over the whole data set each step).
+FETCHED = "values fetched beside the training"
 
 #: (pattern on the kernel's op type, purpose), first match wins.
 RULES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -43,7 +46,7 @@ NAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(^|/)write_summary(/|$)"), SUMMARIES),
 )
 #: The purposes whose time is not the model's arithmetic, in the order the advice names them.
-OTHERS = (SUMMARIES, FILES, INPUT, STATE, COMMUNICATION)
+OTHERS = (SUMMARIES, FILES, INPUT, STATE, COMMUNICATION, FETCHED)
 #: What to do about a purpose's kernels when they are a large part of the step.
 ADVICE = {
     SUMMARIES: "write the summaries every N steps, not every step (fetch the merged summary "
@@ -54,19 +57,24 @@ ADVICE = {
     STATE: "keep the variables' reads and assignments inside one tf.function or graph call "
     "rather than one call each",
     COMMUNICATION: "fewer, larger all-reduces: larger batches per worker or gradient accumulation",
+    FETCHED: "fetch {fetched} every N steps, not with every training step: sess.run(train_op) "
+    "each step, and those values in a session.run of their own when step % N == 0 (or on a "
+    "sample of the data)",
 }
 
 
-def purpose(op_type: str, name: str = "") -> str:
-    """The purpose of a kernel of op type ``op_type`` named ``name`` (``NAME_RULES`` on its
-    name, then ``RULES`` on its type)."""
+def purpose(op_type: str, name: str = "", fetched: Collection[str] = ()) -> str:
+    """The purpose of a kernel of op type ``op_type`` named ``name``: ``NAME_RULES`` on its
+    name, then ``RULES`` on its type; an op neither names is ``FETCHED`` where ``fetched``, the
+    ops only the values fetched beside the training need, has its name (a merged summary
+    fetched beside the training stays summaries), else the model's arithmetic."""
     for pattern, what in NAME_RULES:
         if name and pattern.search(name):
             return what
     for pattern, what in RULES:
         if pattern.search(op_type):
             return what
-    return ARITHMETIC
+    return FETCHED if name and name in fetched else ARITHMETIC
 
 
 def shares(rows: Iterable[tuple[str, str, float]]) -> dict[str, float]:

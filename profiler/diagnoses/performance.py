@@ -29,7 +29,7 @@ from profiler.diagnoses import waiting as waiting_rules
 from profiler.diagnoses.engine import Diagnosis, Facts, Rule, evaluate, guarded, ranked
 from profiler.model import median_ns
 from profiler.model.memory import GRAPH, Causes
-from profiler.model.records import HookParts
+from profiler.model.records import BesideFetch, HookParts
 
 
 def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -720,7 +720,10 @@ def _compute_facts(f: dict[str, Any], trace: Any) -> None:
             by_kernel[r.kernel] = by_kernel.get(r.kernel, 0.0) + r.share / total
         top = sorted(by_kernel.items(), key=lambda kv: -kv[1])[:3]
         f["top_kernels"] = ", ".join(f"{k} {100 * s:.0f}%" for k, s in top)
-        _purpose_facts(f, [(r.kernel, r.op, r.share) for r in rows], compute)
+        full = fw.full_trace if fw is not None else None
+        _purpose_facts(
+            f, [(r.kernel, r.op, r.share) for r in rows], compute, full.beside if full else ()
+        )
     flops = f.get("flops") or (
         fw.flops_per_step // f["units_per_step"] if fw and fw.flops_per_step else None
     )
@@ -924,15 +927,21 @@ OTHER_PURPOSE_SHARE = 0.4
 
 
 def _purpose_facts(
-    f: dict[str, Any], rows: list[tuple[str, str, float]], compute_us: float
+    f: dict[str, Any],
+    rows: list[tuple[str, str, float]],
+    compute_us: float,
+    beside: Sequence[BesideFetch] = (),
 ) -> None:
     """What the kernels are for (``profiler.analysis.purposes``), from (op type, op name,
     share) rows: the arithmetic's share of kernel time, and the largest other purpose with its
-    kernels and its advice."""
+    kernels and its advice. ``beside``: a TF1 step's fetches the training does not need, with
+    the ops only they need (their kernels are ``purposes.FETCHED``)."""
     total = sum(r[2] for r in rows) or 1.0
+    fetched = {op for b in beside for op in b.ops}
     # Each row's purpose, once.
     classed = [
-        (purposes.purpose(op_type, name), op_type, name, share) for op_type, name, share in rows
+        (purposes.purpose(op_type, name, fetched), op_type, name, share)
+        for op_type, name, share in rows
     ]
     shares: dict[str, float] = {}
     for p, _, _, share in classed:
@@ -949,15 +958,26 @@ def _purpose_facts(
     for p, op_type, name, share in classed:
         if p != what:
             continue
-        label = op_type if purposes.purpose(op_type) == what else f"{op_type} in {_scope(name)}"
+        by_name = purposes.purpose(op_type) != what and what != purposes.FETCHED
+        label = f"{op_type} in {_scope(name)}" if by_name else op_type
         by_type[label] = by_type.get(label, 0.0) + share / total
-    kernels = sorted(by_type.items(), key=lambda kv: -kv[1])[:3]
+    kernels = [kv for kv in sorted(by_type.items(), key=lambda kv: -kv[1])[:3] if kv[1] >= 0.01]
     f["purpose"] = what
     f["purpose_share_pct"] = 100 * others[what]
     f["purpose_us"] = compute_us * others[what]
     f["purpose_step_pct"] = f["compute_pct"] * others[what]
     f["purpose_kernels"] = ", ".join(f"{k} {100 * v:.0f}%" for k, v in kernels)
     f["purpose_fix"] = purposes.ADVICE.get(what, "")
+    if what == purposes.FETCHED:
+        # The fetches whose own ops ran, by name: the finding says which values to fetch less.
+        # The fetches whose own ops hold a tenth of those kernels (a fetched loss's Mean, 0%
+        # beside a forward pass over the whole data set, is not worth naming).
+        ran = {name: share for p, _, name, share in classed if p == what}
+        held = {b.fetch: sum(ran.get(op, 0.0) for op in b.ops) for b in beside}
+        names = [n for n, v in held.items() if v >= 0.1 * shares[what]]
+        listed = " and ".join(f"`{n}`" for n in names[:3]) or "them"
+        f["purpose"] = f"{what} ({listed}, fetched with every training step)"
+        f["purpose_fix"] = f["purpose_fix"].format(fetched=listed)
 
 
 #: The script's own Python between session.run calls is said apart from session.run's

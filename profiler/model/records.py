@@ -266,14 +266,26 @@ class KernelCoverage:
 
 
 @dataclass(frozen=True, slots=True)
+class BesideFetch:
+    """A value the step's ``session.run`` fetches beside its training ops, and the graph's ops
+    only it needs (``ops``: their names, the training ops' inputs left out)."""
+
+    fetch: str
+    ops: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class FullTrace:
-    """TF1 steps run with ``RunOptions(FULL_TRACE)`` after the window."""
+    """TF1 steps run with ``RunOptions(FULL_TRACE)`` after the window; ``beside``: the values
+    the first of them fetched that the training ops do not need (``profiler.capture.collectors
+    .fetches``), empty where it fetched no training op or nothing else."""
 
     steps: int
     first_step: int | None = None
     step_median_ns: int | None = None
     run_metadata: tuple[str, ...] = ()
     note: str = ""
+    beside: tuple[BesideFetch, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,12 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from profiler.capture import quiet
+from profiler.capture.collectors import fetches as fetches_mod
 from profiler.capture.collectors import flops as flops_mod
 from profiler.capture.collectors import step_stats, xplane
 from profiler.capture.loop import LoopEnded, StepWrapper, WorkloadSpec
 from profiler.capture.phases import Budget, Phase, PhaseContext, PhaseUnavailable
 from profiler.model import FAILED, OK, PhaseRecord, Window, median_ns
 from profiler.model.records import (
+    BesideFetch,
     ClockAlignment,
     FrameworkData,
     FullTrace,
@@ -267,8 +269,11 @@ class FrameworkPhase(Phase):
         class_run = type(sess).run
         metadatas: list[tuple[int, Any]] = []
         first = ctx.loop.steps_done
+        beside: list[tuple[BesideFetch, ...]] = []
 
         def traced_run(fetches: Any, feed_dict: Any = None, **_ignored: Any) -> Any:
+            if not beside:
+                beside.append(fetches_mod.beside_training(sess.graph, fetches))
             md = config_pb2.RunMetadata()
             out = class_run(
                 sess, fetches, feed_dict=feed_dict, options=run_options, run_metadata=md
@@ -301,6 +306,7 @@ class FrameworkPhase(Phase):
             first_step=first,
             step_median_ns=median_ns(durations) if durations else None,
             run_metadata=tuple(os.path.relpath(p, ctx.workload_dir) for p in paths),
+            beside=beside[0] if beside else (),
         )
         return table, full, paths
 
