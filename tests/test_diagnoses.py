@@ -238,6 +238,29 @@ def test_a_fit_called_once_an_iteration_is_told_of_its_calls_not_its_epochs() ->
         "set-up (its data adapter, iterator and callbacks)"
     )
     assert f["epoch_fix"].startswith("validate inside fit (validation_data=..., validation_freq")
+    # TensorBoard's histograms every epoch (the tutorial's histogram_freq=1, 56% of a small
+    # fit's loop without the profiler; "TensorBoard: update_freq, profile_batch=0" was said
+    # where profile_batch=0 was set): the setting named.
+    board = {**fit, "calls": 1, "callbacks": ["TensorBoard"], "histogram_freq": 1}
+    f = {}
+    performance._epoch_facts(f, SimpleNamespace(script={"fit": board}), wa)
+    assert f["epoch_fix"].startswith(
+        "TensorBoard(histogram_freq=1) writes a histogram of every weight at each epoch: "
+        "histogram_freq=0, or a larger one"
+    )
+    assert "profile_batch" not in f["epoch_fix"]
+    # Validation watched by EarlyStopping: fewer batches first, and what validation_freq does
+    # to its patience.
+    watched = {**fit, "calls": 1, "callbacks": ["EarlyStopping", "ReduceLROnPlateau"]}
+    f = {}
+    performance._epoch_facts(
+        f, SimpleNamespace(script={"fit": {**watched, "validation": True}}), wa
+    )
+    assert f["epoch_fix"].startswith(
+        "validate on fewer batches (validation_steps), or less often (fit(validation_freq=k)) "
+        "with EarlyStopping and ReduceLROnPlateau's patience counted in validations"
+    )
+    assert "epoch-end callbacks cheaper" not in f["epoch_fix"]
     # Called once in all: not the boundaries'.
     calls = {"evaluate": {"calls": 1, "ms": 300.0, "samples": 512, "sized": 1}}
     f = {}
@@ -1087,6 +1110,12 @@ def test_overhead_that_is_the_executors_cost_per_op_is_not_told_to_run_more_step
     assert "overhead_bound_keras" not in {
         d.rule for d in evaluate(performance.RULES, "workload", [made])
     }
+    # A callback's line holding most of the batch (model.predict at every batch end, 97%):
+    # step_line's, not fit's per-batch machinery said a second time.
+    for share, fires in ((97.0, False), (20.0, True)):
+        line = {**f, "hot_line_share_pct": share}
+        found = {d.rule for d in evaluate(performance.RULES, "workload", [line])}
+        assert ("overhead_bound_keras" in found) == fires, (share, sorted(found))
 
 
 def test_kernels_slowed_by_python_batches_beside_them_are_not_called_compute_bound():

@@ -632,12 +632,32 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
     fixes = []
     if between:
         fixes.append(between[1])
+    histograms = int(fit.get("histogram_freq") or 0)
+    if histograms:
+        # The TensorBoard tutorial's histogram_freq=1: 56% of a small fit's loop without the
+        # profiler, told "TensorBoard: update_freq, profile_batch=0" (profile_batch=0 set).
+        fixes.append(
+            f"TensorBoard(histogram_freq={histograms}) writes a histogram of every weight "
+            f"{'at each epoch' if histograms == 1 else f'every {histograms} epochs'}: "
+            "histogram_freq=0, or a larger one"
+        )
     if fit.get("validation"):
         # First: a validation set's evaluation is most of a boundary wherever it is large
         # (24,000 rows: 1.8 s of a boundary, the arrays' pipeline ~0.1 s of it).
-        fixes.append(
-            "validate less often (fit(validation_freq=k)) or on fewer batches (validation_steps)"
-        )
+        watchers = [c for c in callbacks if c in VAL_WATCHERS]
+        if watchers:
+            # They read the validation loss each epoch: every k epochs changes what their
+            # patience counts.
+            fixes.append(
+                "validate on fewer batches (validation_steps), or less often "
+                f"(fit(validation_freq=k)) with {' and '.join(watchers)}'s patience counted "
+                "in validations: they watch the validation loss"
+            )
+        else:
+            fixes.append(
+                "validate less often (fit(validation_freq=k)) or on fewer batches "
+                "(validation_steps)"
+            )
     if arrays and not per_call:
         given = (
             "and the validation set as one too (split off from the arrays once, not "
@@ -657,7 +677,7 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
             "per-iteration work in a callback's on_epoch_end), or, for a few batches an "
             "iteration, model.train_on_batch, which has no per-call set-up"
         )
-    if callbacks:
+    if [c for c in callbacks if c not in VAL_WATCHERS] and not histograms:
         fixes.append(
             "make the epoch-end callbacks cheaper (TensorBoard: update_freq, "
             "profile_batch=0; checkpoints every few epochs)"
@@ -668,6 +688,10 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
             "epochs fewer: the same batches)"
         )
     f["epoch_fix"] = "; ".join(fixes)
+
+
+#: Callbacks that read the validation loss at each epoch's end.
+VAL_WATCHERS = frozenset({"EarlyStopping", "ReduceLROnPlateau"})
 
 
 #: A Keras call made about once an epoch boundary (calls over boundaries within this factor of
@@ -1202,6 +1226,9 @@ RULES: tuple[Rule, ...] = (
             # per-batch machinery" and led with steps_per_execution, which leaves the
             # __getitem__ calls as they are.
             and not input_rules.shares_cores(f)
+            # A line of the script's inside the batch holds half that overhead (a callback
+            # calling model.predict at every batch end, 97% of the step: step_line's).
+            and not step_lines.holds(f, 0.5 * f["overhead_pct"])
         ),
         message="{label}: {overhead_pct:.0f}% of each {step_us:,.0f} µs batch is overhead around "
         "{compute_us:,.1f} µs of kernels: the rest is fit's per-batch machinery.",

@@ -468,6 +468,12 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                 "callbacks": [
                     type(c).__name__ for c in given.get("callbacks") or () if c is not marks
                 ],
+                # TensorBoard's histograms of every weight at each epoch's end (the TensorBoard
+                # tutorial's histogram_freq=1: 56% of a small fit's loop without the profiler).
+                "histogram_freq": max(
+                    (_int_attr(c, "histogram_freq") for c in given.get("callbacks") or ()),
+                    default=0,
+                ),
             }
         # A fit called again and again (once per outer iteration, as RL and GAN scripts do):
         # each call's set-up is the cost at the boundaries, not an epoch's.
@@ -484,6 +490,12 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
             facts.fit["ns"] = int(facts.fit.get("ns") or 0) + d.clock() - t0
 
     return marked_fit
+
+
+def _int_attr(obj: Any, name: str) -> int:
+    """``obj.name`` where it is a whole number, else 0."""
+    value = getattr(obj, name, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _fed_batch(x: Any) -> int | None:
