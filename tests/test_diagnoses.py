@@ -224,6 +224,25 @@ def test_a_fit_called_once_an_iteration_is_told_of_its_calls_not_its_epochs() ->
     assert f["epoch_unit"] == "fit call"
     assert f["epoch_fix"].startswith("call fit once for the loop's 60 iterations (fit(epochs=60)")
     assert "steps_per_epoch" not in f["epoch_fix"]
+    # A compile before each fit call (a learning rate changed by recompiling: ~75% of the loop
+    # without the profiler, read "each of the 25 fit calls' set-up"): the compiles named, and
+    # compiling once first.
+    compiled = {"compile": {"calls": 60, "ms": 900.0, "samples": 0, "sized": 0}}
+    f = {}
+    performance._epoch_facts(f, SimpleNamespace(script={"fit": fit, "keras_calls": compiled}), wa)
+    assert f["epoch_work"].startswith("a model.compile before each of the 60 fit calls (60 in all")
+    assert f["epoch_fix"].startswith("compile once, before the loop: to change the learning rate")
+    # Its new train functions, each traced once: not "no tf.function traced again".
+    fns = [{"name": "multi_step_on_iterator", "own": False, "trace_steps": [0]}]
+    g: dict = {}
+    performance._retrace_facts(
+        g,
+        SimpleNamespace(
+            warmup=SimpleNamespace(n_steps=10),
+            script={"steps": 240, "functions": fns, "keras_calls": compiled},
+        ),
+    )
+    assert g["one_off_what"].startswith("model.compile ran 60 times")
     # One fit of many epochs: its epochs are the boundaries.
     f = {}
     performance._epoch_facts(f, SimpleNamespace(script={"fit": {**fit, "calls": 1}}), wa)

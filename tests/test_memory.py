@@ -233,6 +233,11 @@ def test_the_finding_quotes_the_cause_and_only_its_fix() -> None:
     mem, script = _record(60_000)
     (d,) = found(mem, script)
     assert "no graph, tf.function, container or array" in d.message and d.fix == ""
+    # model.compile in a loop (a learning rate changed by recompiling: ~170 KB a step without
+    # the profiler, flat compiled once): its new optimizers and train functions.
+    compiled = {**script, "keras_calls": {"compile": {"calls": 25, "ms": 9e3}}}
+    (d,) = found(mem, compiled)
+    assert "model.compile ran 25 times" in d.message and d.fix.startswith("Compile once")
     mem, script = _record(0, _candidate("container", "kept", 1.0, item="a float", item_bytes=24))
     assert found(mem, script) == []
     # A list of floats holding 0.04% of a 58.6 KB-a-step growth is not its cause: named with
