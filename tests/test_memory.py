@@ -346,3 +346,28 @@ def test_an_array_made_anew_larger_each_step_is_named_as_the_growth_with_its_fix
     what, fix = _cause_text(cause)
     assert what.startswith("`w_history` grows by 800 bytes a step, 54% of the growth, now a numpy")
     assert "make `w_history` once after the loop (np.array(rows))" in fix
+
+
+def test_a_slow_memory_probe_is_kept_for_the_long_steps_to_leave_out() -> None:
+    from profiler.capture.memory import RssSampler
+    from profiler.capture.script.driver import long_steps
+
+    # Beside a busy process a probe holding the interpreter's lock stalled the steps it fell in
+    # (~100 ms, every 330 steps of a numpy loop: its 0.5 s period), read as work the loop does
+    # once in a while; a quick probe inside a long evaluation step is no reason to leave it out.
+    now = [0]
+    sampler = RssSampler(lambda: now[0], lambda: 0)
+    now[0] = 1_000_000
+    sampler._slow_probe(0)
+    now[0] = 110_000_000
+    sampler._slow_probe(10_500_000)
+    assert sampler.probe_ns == [10_500_000, 110_000_000]
+    import array
+
+    ms = 1_000_000
+    ends = array.array("q", [(i + 1) * ms for i in range(100)])
+    for i in range(10, 100):
+        ends[i] += 100 * ms  # step 10 stalled 100 ms by the probe
+    out = long_steps(0, ends, 0, sampler.probe_ns, [], {})
+    assert out["steps"] == [] and out["left_out"] == 1
+    assert long_steps(0, ends, 0, [], [], {})["steps"][0]["step"] == 10

@@ -40,6 +40,9 @@ from profiler.capture.memory_causes import EVERY_S, CauseProbe
 from profiler.capture.memory_peak import PeakWatch
 
 INTERVAL_S = 0.01
+#: Probe times kept (start and end each) for probes of at least ``SLOW_PROBE_NS``.
+MAX_PROBES = 20_000
+SLOW_PROBE_NS = 5_000_000
 MAX_POINTS = 2000
 _STATM = "/proc/self/statm"
 
@@ -101,6 +104,8 @@ class RssSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.available = rss_bytes() is not None
+        #: The slow probes' start and end times (the script's clock), for the long steps'.
+        self.probe_ns: list[int] = []
         #: What could be growing, read every ``EVERY_S`` from the same thread.
         self.causes = CauseProbe()
         #: TensorFlow's allocator figures, read at the same times (``memory_allocator``).
@@ -155,6 +160,7 @@ class RssSampler:
             rss = self._sample()
             now = time.monotonic()
             point = self._point
+            t0 = self.clock()
             if (
                 rss is not None
                 and point is not None
@@ -162,13 +168,27 @@ class RssSampler:
                 and self.census.sample(*point, now)
             ):
                 self._census_json = None
+                self._slow_probe(t0)  # a census of the names: a probe too
             if now >= self._next_probe and self.as_written():
                 self._next_probe = now + EVERY_S
+                t0 = self.clock()
                 self.causes.probe(self.steps())
                 self.allocator.read(self.clock(), self.steps())
                 self._causes_json = None
+                # The probe holds the interpreter's lock: beside a busy process the steps it
+                # fell in took ~100 ms, at its period (every 330 steps of a numpy loop), and
+                # were read as work the loop does once in a while.
+                self._slow_probe(t0)
             if self.spill is not None and rss is not None and self._spill_due(now, rss):
                 self.write_spill()
+
+    def _slow_probe(self, t0: int) -> None:
+        """Keep a probe's start and end where it took ``SLOW_PROBE_NS`` or more (a long step
+        holding it is the probe's, not the script's; a quick one inside a long evaluation
+        step is no reason to leave that step out)."""
+        t1 = self.clock()
+        if t1 - t0 >= SLOW_PROBE_NS and len(self.probe_ns) < MAX_PROBES:
+            self.probe_ns += (t0, t1)
 
     def _spill_due(self, now: float, rss: int) -> bool:
         since = now - self._spilled_at

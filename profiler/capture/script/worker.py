@@ -660,6 +660,9 @@ class ScriptRun:
             edges += [ref.segment.first_step, ref.segment.first_step + ref.segment.n_steps]
         for a, e in out.held.values():
             edges += [a, e]
+        if self.memory is not None:
+            # The memory probes' own work (from their thread, holding the interpreter's lock).
+            runner += self.memory.probe_ns
         return long_steps(
             d.first_start_ns, d.ends.values, out.warmup.n_steps, runner, edges, out.held
         )
