@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -328,12 +329,25 @@ def test_a_loops_whole_container_made_an_array_or_its_checkpoint_is_named() -> N
     assert not loops._numpy_per_call({**f, "hot_line_share_pct": 88.0})
 
 
-def test_a_loops_checkpoint_lines_are_named_together() -> None:
+def _loop_trace(path: str, lines: tuple, steps: int, step_ns: int) -> Any:
+    """A loop found by the automatic step whose lines phase timed ``lines`` over ``steps``
+    steps of ``step_ns``."""
     from types import SimpleNamespace
 
-    from profiler.diagnoses import step_lines
-    from profiler.model import LineStat, Segment, Window
+    from profiler.model import Segment, Window
     from profiler.model.records import LinesData
+
+    window = Window("lines", (Segment(0, tuple(i * step_ns for i in range(steps + 1))),))
+    rec = SimpleNamespace(lines=lines, window=window, data=LinesData(steps, ("<module>",)))
+    return SimpleNamespace(
+        script={"path": path, "detection": {"source": "auto_loop"}}, phase={"lines": rec}.get
+    )
+
+
+def test_a_loops_checkpoint_lines_are_named_together() -> None:
+
+    from profiler.diagnoses import step_lines
+    from profiler.model import LineStat
 
     # The lines phase of the MLP pickling its weights each step: the math's lines 15-19%
     # each, the file's open 9.7% and the dump 11.6%: together the checkpoint's share.
@@ -344,12 +358,7 @@ def test_a_loops_checkpoint_lines_are_named_together() -> None:
         LineStat(f_, 33, "<module>", 14, 7 * 9 * ms, 'with open("ckpt/model.pkl", "wb") as f:'),
         LineStat(f_, 34, "<module>", 7, 7 * 11 * ms, "pickle.dump(params, f)"),
     )
-    window = Window("lines", (Segment(0, tuple(i * 90 * ms for i in range(8))),))
-    rec = SimpleNamespace(lines=lines, window=window, data=LinesData(7, ("<module>",)))
-    trace = SimpleNamespace(
-        script={"path": f_, "detection": {"source": "auto_loop"}},
-        phase={"lines": rec}.get,
-    )
+    trace = _loop_trace(f_, lines, 7, 90 * ms)
     f: dict = {"step_us": 90_000.0}
     step_lines.step_line_facts(f, trace)
     assert f["hot_line_where"].startswith("lines 33 and 34 of <module>")

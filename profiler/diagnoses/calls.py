@@ -33,6 +33,16 @@ ON_BATCH = {"predict": "model.predict_on_batch", "evaluate": "model.test_on_batc
 MIN_SHARE_PCT = 10
 
 
+#: model.compile calls from which a loop's new train functions (and their memory) are its own
+#: cost: each compile makes a new optimizer and train function, traced at the next batch.
+RECOMPILES = 3
+
+
+def compiles(script: dict[str, Any]) -> int:
+    """How many times the script called model.compile (``script.keras_calls``)."""
+    return int(((script.get("keras_calls") or {}).get("compile") or {}).get("calls") or 0)
+
+
 def call_facts(f: dict[str, Any], trace: Any) -> None:
     """The costliest looped Keras call: how often, on how many samples, for how long."""
     script = trace.script or {}

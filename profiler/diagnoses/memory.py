@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from profiler.analysis import memory
+from profiler.diagnoses import calls as call_rules
 from profiler.diagnoses.engine import Rule
 
 #: Growth over the measured steps worth a finding: this many MB, or this share of the last size.
@@ -140,15 +141,6 @@ def growth_sentence(m: Any) -> str:
     )
 
 
-#: model.compile calls that name a growth no other cause explains.
-RECOMPILES = 3
-
-
-def _compiles(script: dict[str, Any]) -> int:
-    """How many times the script called model.compile (``keras_calls``)."""
-    return int(((script.get("keras_calls") or {}).get("compile") or {}).get("calls") or 0)
-
-
 def memory_facts(f: dict[str, Any], trace: Any) -> None:
     """The process's growth per step after the warm-up and what grows
     (``profiler.analysis.memory``)."""
@@ -191,11 +183,11 @@ def memory_facts(f: dict[str, Any], trace: Any) -> None:
         )
         f["mem_cause_fix"] = f"Define `{name}` once, before the loop."
         f["mem_cause_kind"] = "recreated"
-    elif _compiles(script) >= RECOMPILES:
+    elif call_rules.compiles(script) >= call_rules.RECOMPILES:
         # model.compile in a loop: each makes a new optimizer and train function, kept by the
         # model's graph (a loop recompiling every epoch: ~170 KB a step without the profiler,
         # flat when compiled once).
-        n = _compiles(script)
+        n = call_rules.compiles(script)
         f["mem_cause"] = (
             f"model.compile ran {n} times: each makes a new optimizer and a new train function, "
             "traced and kept"

@@ -258,10 +258,8 @@ def _retrace_facts(f: dict[str, Any], trace: Any) -> None:
         f["one_off_tracing"] = True
         f["tracing_in_predict"] = True
         return
-    compiles = int(
-        (((trace.script or {}).get("keras_calls") or {}).get("compile") or {}).get("calls") or 0
-    )
-    if functions and best is None and other is None and compiles >= RECOMPILES:
+    compiles = call_rules.compiles(trace.script or {})
+    if functions and best is None and other is None and compiles >= call_rules.RECOMPILES:
         # Each compile makes a new train function, traced once at its first batch: new
         # functions, none traced again (a loop recompiling every epoch: 18% "tracing" was
         # "no tf.function traced again ... Nothing to change"); per_epoch_cost names them.
@@ -630,8 +628,8 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         # tabular fit took 75-150 ms from arrays, 18-29 ms from a tf.data set built once
         # (shuffled too), measured without the profiler.
         work.append("the input pipeline fit builds anew each epoch from the numpy arrays")
-    compiles = int(((script.get("keras_calls") or {}).get("compile") or {}).get("calls") or 0)
-    recompiled = per_call and compiles >= max(calls - 1, RECOMPILES)
+    compiles = call_rules.compiles(script)
+    recompiled = per_call and compiles >= max(calls - 1, call_rules.RECOMPILES)
     if recompiled:
         work.append(
             f"a model.compile before each of the {calls} fit calls ({compiles} in all: each "
@@ -718,10 +716,6 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
             "epochs fewer: the same batches)"
         )
     f["epoch_fix"] = "; ".join(fixes)
-
-
-#: model.compile calls that make the traces of new train functions a loop's own cost.
-RECOMPILES = 3
 
 
 #: Callbacks that read the validation loss at each epoch's end.
