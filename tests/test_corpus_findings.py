@@ -479,23 +479,25 @@ def test_an_evaluation_after_each_epoch_between_two_steps_is_named(tmp_path: Pat
     # of 110 ms fell at no period among the evaluations: none may fire then, never a wrong one.
     if busy and not {"periodic_slow_steps", "long_steps"} & set(found):
         return
-    if "periodic_slow_steps" in found:
-        d = found["periodic_slow_steps"]
-        assert "one step in every 300 is" in d["message"], d["message"]
-        share = float(re.search(r"they hold (\d+)% of the loop", d["message"]).group(1))
-    else:
-        d = found["long_steps"]
-        assert "one step in every 300 of the run" in d["message"], d["message"]
-        share = float(re.search(r"(\d+)% of the loop's time", d["message"]).group(1))
-    # Beside the other test worker its steps once read 3.6 ms (7x): the evaluations' 59 ms
-    # were 5% of the loop's time read at that speed.
+    d = found.get("periodic_slow_steps") or found["long_steps"]
     took = re.search(r"took ([\d,]+) ms more", d["message"])  # long_steps' message
     if took and float(took.group(1).replace(",", "")) > 2 * 42:
         # The evaluations themselves slowed by load (3,000 one-sample matrix-vector products,
         # each on two BLAS threads): 142-172 ms each in CI runs, against 29-42 ms quiet and
         # the steps around them at their quiet speed: 47-49% of the loop as that run ran.
+        # Slowed so, a step the machine held as long may join them (a clean clone: steps 600,
+        # 988 and 1,500, "at no period"): their time is named all the same.
+        share = float(re.search(r"(\d+)% of the loop's time", d["message"]).group(1))
         assert share >= 7, d["message"]
         return
+    if "periodic_slow_steps" in found:
+        assert "one step in every 300 is" in d["message"], d["message"]
+        share = float(re.search(r"they hold (\d+)% of the loop", d["message"]).group(1))
+    else:
+        assert "one step in every 300 of the run" in d["message"], d["message"]
+        share = float(re.search(r"(\d+)% of the loop's time", d["message"]).group(1))
+    # Beside the other test worker its steps once read 3.6 ms (7x): the evaluations' 59 ms
+    # were 5% of the loop's time read at that speed.
     assert (3 if busy else 7) <= share <= 36, d["message"]
 
 

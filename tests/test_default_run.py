@@ -117,7 +117,10 @@ def test_tf1_course_script_with_no_options_measures_its_kernels(tmp_path: Path) 
     # steps and each later run fits one phase: hooks, lines and the what-if may be left to
     # --repeat once the budget is spent, which the answer then says.
     assert {"timed", "framework"} <= _ok(w) and _ok(w) & {"sampled", "hooks"}, w["phases"]
-    _check_merged(out, w, may_miss=("hooks", "lines", "whatif"))
+    # Where the hooks measured the Python side, the sampled phase may have got too few samples
+    # (py-spy starved of a core beside the other test worker: CI once), which the answer says.
+    sampled_may_miss = ("sampled",) if "hooks" in _ok(w) else ()
+    _check_merged(out, w, may_miss=("hooks", "lines", "whatif", *sampled_may_miss))
     att = w["attribution"]
     assert att["not_measured"] == {}
     # Kernels measured (not "Python 74%" for want of the framework phase).

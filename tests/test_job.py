@@ -60,8 +60,14 @@ def _leftovers(tmp_path: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def straggler_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, str]:
-    tmp = tmp_path_factory.mktemp("job")
-    out, doc = _run_job(tmp, MW_STEPS="500", MW_SLOW_WORKER="1", MW_SLOW_MS=str(SLOW_MS))
+    # A worker lost to TensorFlow 2.21's profiler service mid-trace (the other then reads "stopped
+    # sending heartbeats": 2 clean-clone suites in about 15 here) is TensorFlow's crash, not the
+    # job's: the job is run again, once.
+    for attempt in range(2):
+        tmp = tmp_path_factory.mktemp(f"job{attempt}")
+        out, doc = _run_job(tmp, MW_STEPS="500", MW_SLOW_WORKER="1", MW_SLOW_MS=str(SLOW_MS))
+        if out.returncode == 0 or "stopped sending heartbeats" not in out.stderr:
+            break
     assert out.returncode == 0, out.stderr[-3000:]
     return only_run(tmp), doc, out.stdout
 

@@ -581,6 +581,10 @@ def test_steps_far_slower_than_planned_end_the_timed_window_and_every_phase_runs
         # A warm-up slowed less (in CI: 1,777 planned steps) planned a window whose steps all
         # ran within its time limit, the slow ones among them: nothing to cut either.
         pytest.skip(f"the window ran its {plan['timed']['window']} planned steps")
+    if timed["reason"].startswith("the script ended after"):
+        # A warm-up slowed more than the fast steps (clean clone: 7,434 planned steps) planned
+        # a time limit the slow steps did not reach before the script's end: nothing was cut.
+        pytest.skip(timed["reason"])
     assert "the window ended at its time limit after" in timed["reason"], timed
     # The later phases were planned at the slow steps' time, not the first steps'.
     assert plan["sampled"]["step_us"] > 20 * plan["timed"]["step_us"], plan

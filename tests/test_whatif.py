@@ -526,7 +526,7 @@ train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
 with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     data = np.ones((64, 8), np.float32)
-    for step in range(6000):
+    for step in range(15000):  # 6,000 ran out before the what-if's first variant block once
         sess.run([train, loss], feed_dict={x: data})
 """
 
