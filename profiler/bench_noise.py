@@ -132,16 +132,32 @@ def _drift(d: dict[str, Any] | None) -> str:
     return f"{d['ratio']:.2f}x [{lo:.2f}, {hi:.2f}]"
 
 
-def row(script: Path) -> list[str]:
+@dataclass(frozen=True)
+class Row:
+    """One script's two runs against the goals; ``lines`` as printed."""
+
+    lines: list[str]
+    same_top: bool = False
+    same_rule: bool = False
+    #: The largest difference of one category's shares within ``SHARE_GOAL_PTS``.
+    shares_ok: bool = False
+    #: ... within the two runs' sampled intervals (their half-widths added in quadrature).
+    shares_in_interval: bool = False
+    error: bool = False
+
+
+def row(script: Path) -> Row:
     quiet = profile(script)
     with Busy():
         busy = profile(script)
     if quiet.error or busy.error:
-        return [f"  {script.name}: error: {quiet.error or busy.error}"]
+        return Row([f"  {script.name}: error: {quiet.error or busy.error}"], error=True)
     same_top = quiet.top == busy.top
     diffs = [abs(quiet.shares[c] - busy.shares.get(c, 0.0)) * 100 for c in quiet.shares]
     worst = max(diffs) if diffs else 0.0
     same_kind = quiet.rule == busy.rule
+    widths = [w for w in (quiet.interval_pts, busy.interval_pts) if isinstance(w, (int, float))]
+    combined = sum(w * w for w in widths) ** 0.5 if len(widths) == 2 else None
     lines = [
         f"  {script.name}: top {quiet.top} {100 * (quiet.top_share or 0):.0f}% / "
         f"{busy.top} {100 * (busy.top_share or 0):.0f}% ({'same' if same_top else 'DIFFERS'}); "
@@ -156,7 +172,13 @@ def row(script: Path) -> list[str]:
         lines.append(f"    what-if quiet: {a}")
     for b in busy.whatifs:
         lines.append(f"    what-if busy:  {b}")
-    return lines
+    return Row(
+        lines,
+        same_top=same_top,
+        same_rule=same_kind,
+        shares_ok=worst <= SHARE_GOAL_PTS,
+        shares_in_interval=combined is not None and worst <= combined,
+    )
 
 
 def main(paths: list[Path] | None = None) -> str:
@@ -164,7 +186,17 @@ def main(paths: list[Path] | None = None) -> str:
         "noise: each script with no options, quiet and beside a busy process (goals: the same "
         f"verdict and top category; shares within {SHARE_GOAL_PTS:g} points):"
     ]
+    rows = []
     for path in paths or default_corpus():
         print(f"  ... {path.name}", file=sys.stderr, flush=True)
-        out.extend(row(path.resolve()))  # each run's folder is a temporary one
+        rows.append(row(path.resolve()))  # each run's folder is a temporary one
+        out.extend(rows[-1].lines)
+    ran = [r for r in rows if not r.error]
+    out.append(
+        f"  of {len(ran)} scripts run twice ({len(rows) - len(ran)} failed): the same verdict in "
+        f"{sum(r.same_rule for r in ran)}, the same top category in "
+        f"{sum(r.same_top for r in ran)}, shares within {SHARE_GOAL_PTS:g} points in "
+        f"{sum(r.shares_ok for r in ran)}, within the two sampled intervals in "
+        f"{sum(r.shares_in_interval for r in ran)}"
+    )
     return "\n".join(out)
