@@ -475,6 +475,49 @@ def test_a_recurrent_loop_is_not_told_to_vectorise_and_sibling_loops_are_named_t
     assert g["inner_where"] == "the loops at lines 27 and 37 (lossFun) 25, 25 times each"
 
 
+def test_sibling_loops_of_two_functions_are_named_together_unless_one_calls_the_other():
+    # cs231n's naive convolution: conv_forward_naive's and conv_backward_naive's loops, 45%
+    # and 53% of a step, called one after the other; the backward one alone was named.
+    from profiler.model.trace import Frame, Sample
+
+    script = {
+        "auto_step": {
+            "chosen_line": 60,
+            "loops": [
+                {"line": 17, "end_line": 21, "function": "conv_forward_naive", "carried": [],
+                 "iterations": 400, "timed": 400, "mean_us": 1_125.0},
+                {"line": 29, "end_line": 36, "function": "conv_backward_naive", "carried": [],
+                 "iterations": 400, "timed": 400, "mean_us": 1_325.0},
+                {"line": 60, "end_line": 80, "function": "<module>", "carried": [],
+                 "iterations": 51, "timed": 50, "mean_us": 20_000.0},
+            ],
+        }
+    }  # fmt: skip
+
+    def stacks(*chains: tuple[str, ...]) -> SimpleNamespace:
+        samples = tuple(Sample(tuple(Frame(n) for n in c), 5) for c in chains)
+        return SimpleNamespace(script=script, phases=[SimpleNamespace(samples=samples)])
+
+    apart = stacks(("<module>", "conv_forward_naive"), ("<module>", "conv_backward_naive"))
+    f: dict = {"step_us": 20_000.0, "python_dispatch_pct": 80.0, "label": "c.py"}
+    loops.loop_facts(f, apart)
+    assert f["inner_where"] == (
+        "the loops at lines 17 (conv_forward_naive) and 29 (conv_backward_naive) 8, 8 times each"
+    )
+    assert f["inner_share_pct"] == pytest.approx(100 * 8 * (1_125 + 1_325) / 20_000)
+    assert f["inner_fix"].startswith("Vectorise the loops at lines 17 and 29 over its items")
+    assert loops.RULES[0].when(f)
+    # One called inside the other's loop: nested, not siblings; the larger alone.
+    inside = stacks(("<module>", "conv_forward_naive", "conv_backward_naive"))
+    g: dict = {"step_us": 20_000.0, "python_dispatch_pct": 80.0, "label": "c.py"}
+    loops.loop_facts(g, inside)
+    assert g["inner_line"] == 29 and g["inner_where"].startswith("the loop at line 29")
+    # No stacks sampled: nothing says they do not nest.
+    h: dict = {"step_us": 20_000.0, "python_dispatch_pct": 80.0, "label": "c.py"}
+    loops.loop_facts(h, SimpleNamespace(script=script))
+    assert h["inner_line"] == 29 and h["inner_where"].startswith("the loop at line 29")
+
+
 def test_inner_loops_each_under_a_tenth_of_the_step_name_the_largest_and_fire_nothing():
     # A collector-bound script's loops each held a few per cent of its step: grouping found
     # none at a tenth, and the run ended in an IndexError.

@@ -89,17 +89,23 @@ def loop_facts(f: dict[str, Any], trace: Any) -> None:
     # step together (min-char-rnn's forward and backward loops over its 25 characters,
     # 37% and 47% of its step: neither was named, "no finding fired"; where the backward
     # loop read 50%, the forward one was left out, and named beside a busy process).
-    group = sorted(
-        (x for x in found if x[0]["function"] == best[0]["function"] and x[1] >= MIN_GROUPED_SHARE),
-        key=lambda x: x[0]["line"],
-    )
-    group = [
-        x
-        for x in group
-        if not any(
-            o is not x and o[0]["line"] < x[0]["line"] <= (o[0].get("end_line") or 0) for o in group
-        )
-    ] or [best]  # no loop of the function holds a tenth: the best one alone
+    group = _outermost(x for x in found if x[0]["function"] == best[0]["function"])
+    # ... and of other functions the step calls one after the other (cs231n's naive
+    # convolution: its forward and backward loops, 45% and 53% of a step, in two functions;
+    # the backward one alone was named), where no sampled stack holds two of the functions
+    # (a loop calling the other's function nests them) and their shares fit in the step.
+    beside = _outermost(x for x in found if x[0]["function"] != best[0]["function"])
+    nested = _nested_functions(trace)
+    for x in sorted(beside, key=lambda x: -x[1]):
+        names = {g[0]["function"] for g in group}
+        if (
+            group
+            and nested is not None
+            and not any(frozenset((x[0]["function"], n)) in nested for n in names)
+            and sum(g[1] for g in group) + x[1] <= 1.0
+        ):
+            group.append(x)
+    group = sorted(group, key=lambda x: x[0]["line"]) or [best]
     lp, _, per_step = group[0]
     share = min(sum(x[1] for x in group), 1.0)
     f["inner_line"] = lp["line"]
@@ -118,11 +124,48 @@ def loop_facts(f: dict[str, Any], trace: Any) -> None:
             f"the loop at line {lp['line']} ({lp['function']}) {per_step:.0f} times, "
             f"{f['inner_us']:,.1f} µs an iteration"
         )
-    else:
+    elif len({x[0]["function"] for x in group}) == 1:
         lines = ", ".join(str(x[0]["line"]) for x in group[:-1]) + f" and {group[-1][0]['line']}"
         times = ", ".join(f"{x[2]:.0f}" for x in group)
         f["inner_where"] = f"the loops at lines {lines} ({lp['function']}) {times} times each"
+    else:
+        each = [f"{x[0]['line']} ({x[0]['function']})" for x in group]
+        lines = ", ".join(each[:-1]) + f" and {each[-1]}"
+        times = ", ".join(f"{x[2]:.0f}" for x in group)
+        f["inner_where"] = f"the loops at lines {lines} {times} times each"
     f["inner_fix"] = _fix([x[0] for x in group], per_step)
+
+
+Found = tuple[dict[str, Any], float, float]
+
+
+def _outermost(found: Any) -> list[Found]:
+    """The loops holding a tenth of the step or more, less those inside another of them in the
+    same function (by their lines)."""
+    group = [x for x in found if x[1] >= MIN_GROUPED_SHARE]
+    return [
+        x
+        for x in group
+        if not any(
+            o is not x
+            and o[0]["function"] == x[0]["function"]
+            and o[0]["line"] < x[0]["line"] <= (o[0].get("end_line") or 0)
+            for o in group
+        )
+    ]
+
+
+def _nested_functions(trace: Any) -> set[frozenset[str]] | None:
+    """The pairs of functions seen on one sampled stack (one calls the other); None where no
+    phase sampled stacks (nothing says which functions nest)."""
+    pairs: set[frozenset[str]] = set()
+    seen = False
+    for p in getattr(trace, "phases", ()) or ():
+        for sample in getattr(p, "samples", ()) or ():
+            seen = True
+            names = {fr.function for fr in sample.frames if not fr.native}
+            pairs.update(frozenset((a, b)) for a in names for b in names if a < b)
+    return pairs if seen else None
 
 
 def _fix(group: list[dict[str, Any]], per_step: float) -> str:
