@@ -169,6 +169,15 @@ def _early_only(m: Mapping[str, Any]) -> bool:
     return m.get("late") is False and not m.get("causes")
 
 
+def _caches_in_memory(script: Mapping[str, Any]) -> bool:
+    """Whether a tf.data pipeline the script iterated has a ``.cache()`` without a file name."""
+    return any(
+        st.get("kind") == "cache" and st.get("detail") == "memory"
+        for p in script.get("pipelines") or ()
+        for st in p.get("stages") or ()
+    )
+
+
 def memory_not_measured(script: Mapping[str, Any]) -> str:
     """Why a script's run has no memory figures: the record's own reason, else none sampled."""
     record = script.get("memory") or {}
@@ -190,11 +199,17 @@ def memory_line(w: Mapping[str, Any]) -> str:
     )
     g, iv = m.get("growth_bytes_per_step"), m.get("growth_interval")
     if g is not None and iv and m.get("grows") and _early_only(m):
+        cache = (
+            ", or from the in-memory `.cache()` of the script's tf.data pipeline, which fills "
+            "during the first pass over its data and then stays that size"
+            if _caches_in_memory(w.get("script") or {})
+            else ""
+        )
         return (
             f"{text}; it rose by {size_text(g)} a step after the warm-up (95%: "
             f"{size_text(iv[0])} to {size_text(iv[1])}) in the early steps only: no steps "
             "later in the run were free of the phases to tell growth from an allocator "
-            "filling up, which rises early and levels off."
+            f"filling up, which rises early and levels off{cache}."
         )
     if g is not None and iv and m.get("grows"):
         return (

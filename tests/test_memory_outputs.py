@@ -230,6 +230,16 @@ def test_growth_measured_in_the_early_steps_only_with_no_cause_is_not_called_gro
         "allocator filling up, which rises early and levels off."
     )
     assert focus_view.growth_text(m).startswith("rose by 597.1 KB a step in the early steps only")
+    # A tf.data pipeline caching in memory (a fit's 12,000 mapped images: 565 MB at the first
+    # step, 1,025 MB after its first epoch, then flat): the cache is named as the other cause.
+    cached = {"pipelines": [{"stages": [{"kind": "map"}, {"kind": "cache", "detail": "memory"}]}]}
+    assert focus_view.memory_line({"memory": m, "script": cached}).endswith(
+        "which rises early and levels off, or from the in-memory `.cache()` of the script's "
+        "tf.data pipeline, which fills during the first pass over its data and then stays that "
+        "size."
+    )
+    on_disk = {"pipelines": [{"stages": [{"kind": "cache", "detail": "file"}]}]}
+    assert focus_view.memory_line({"memory": m, "script": on_disk}) == line
     # Measured late too, or with its cause: growth.
     assert "; it grows by 597.1 KB a step" in focus_view.memory_line(
         {"memory": {**m, "late": True}}

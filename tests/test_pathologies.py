@@ -272,6 +272,30 @@ def test_one_epoch_gets_no_cache_and_a_complete_pipeline_gets_the_element_cost()
         ],
     }
     assert input.fixes(done, 30_000, 8_000, 4).startswith("The pipeline already")
+    # Timed in the first epoch, while that cache filled (a fit of 8 epochs: 18.8 ms a step in
+    # its first, 7.5 ms in its last): the later epochs read the cache.
+    first = input.fixes(done, 8_039, 10_668, 8, first_epoch=True)
+    assert first.startswith(
+        "The timed steps ran in the first of 8 epochs, while the .cache() after map(f) was "
+        "filling: only that epoch runs the map (8,039 µs a step waiting for it)"
+    )
+    assert "cache what does not change" not in first
+    assert input.fixes(done, 8_039, 10_668, 1, first_epoch=True).startswith("The pipeline already")
+
+
+def test_the_timed_window_in_a_fits_first_epoch():
+    from profiler.model.trace import Segment
+
+    def trace(first: int, n: int, per_epoch: int | None) -> SimpleNamespace:
+        window = SimpleNamespace(segments=(Segment(first, tuple(range(n + 1))),))
+        timed = SimpleNamespace(window=window)
+        return SimpleNamespace(
+            script={"fit": {"steps_per_epoch": per_epoch}}, phase=lambda name: timed
+        )
+
+    assert input._timed_in_first_epoch(trace(20, 19, 120))
+    assert not input._timed_in_first_epoch(trace(110, 19, 120))
+    assert not input._timed_in_first_epoch(trace(20, 19, None))
 
 
 def test_the_pipeline_reads_source_to_iterator():

@@ -102,7 +102,8 @@ class Stage:
         python: the map's function calls Python (``tf.py_function``, ``tf.numpy_function``):
             the Python it runs (``name (file:line)``), or ``(unknown)``.
         random: the map's function draws random numbers (an augmentation).
-        detail: a batch's size, a shuffle's or prefetch's buffer.
+        detail: a batch's size, a shuffle's or prefetch's buffer; a cache's ``memory`` or
+            ``file``.
     """
 
     kind: str
@@ -233,6 +234,9 @@ def _stage(node: Any) -> Stage:
         elif stage.kind in ("prefetch", "shuffle"):
             size = int(node._buffer_size)
             stage.detail = "AUTOTUNE" if size == -1 else str(size)
+        elif stage.kind == "cache":
+            # Its file name, a string tensor: empty for a cache in memory.
+            stage.detail = "file" if bytes(node._filename.numpy()) else "memory"
         if stage.kind in ("map", "interleave", "flat_map", "filter"):
             calls = getattr(node, "_num_parallel_calls", None)
             if calls is not None:
