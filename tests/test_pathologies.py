@@ -625,3 +625,22 @@ for i, j, r in self.samples:
     assert of("for x, y in data:\n    counts[y] += 1\n    total += x\n") == ()  # written only
     own = "for i, x in enumerate(xs):\n    out[i] = f(x)\n    s = s + out[i]\n"
     assert of(own) == ()  # read at the iteration's own index
+
+
+def test_a_fit_whose_pipeline_caches_after_a_map_warms_up_through_its_first_epoch():
+    # A fit of 8 epochs over 12,000 mapped images, cached: 18.8 ms a step in its first epoch
+    # (the map runs, the cache fills), 7.5 ms in its last; every window was in the first.
+    from profiler.capture.script.pipeline import Pipeline, Pipelines, Stage
+    from profiler.capture.script.schedule import Schedule
+
+    def warm_until(kinds: list[str], epochs: int) -> int:
+        pipes = Pipelines()
+        pipes.seen[1] = (None, Pipeline([Stage(k) for k in kinds]))
+        fit = {"steps_per_epoch": 120, "epochs": epochs, "first_step": 0}
+        driver = SimpleNamespace(facts=SimpleNamespace(fit=fit, pipelines=pipes))
+        return Schedule._cache_filled(SimpleNamespace(driver=driver))
+
+    assert warm_until(["range", "map", "cache", "batch", "prefetch"], 8) == 120
+    assert warm_until(["range", "map", "batch", "prefetch"], 8) == 0  # no cache
+    assert warm_until(["range", "cache", "map", "batch"], 8) == 0  # the map after it
+    assert warm_until(["range", "map", "cache", "batch"], 2) == 0  # too few epochs left
