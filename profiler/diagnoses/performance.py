@@ -146,6 +146,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: _epoch_facts(f, trace, wa),
         lambda: _compute_facts(f, trace),
         lambda: input_rules.input_facts(f, parts, trace),
+        lambda: input_rules.cache_fill_facts(f, trace, getattr(wa, "one_off", None)),
         lambda: call_rules.call_facts(f, trace),
         lambda: call_rules.fit_facts(f, trace),
         lambda: loop_rules.loop_facts(f, trace),

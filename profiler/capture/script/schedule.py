@@ -70,6 +70,7 @@ from profiler.model import (
     Window,
     WorkDecl,
     median_ns,
+    tfdata,
 )
 from profiler.model.records import ThreadCpu
 
@@ -212,9 +213,6 @@ REWARM_S = 0.15
 WARMUP_S = 0.3
 WARMUP_MIN = 3
 WARMUP_MAX = 20
-#: A fit of at least this many epochs whose pipeline caches after a map warms up through its
-#: first epoch (``Schedule._cache_filled``): the cache fills there.
-CACHE_EPOCHS = 3
 #: Steps a phase runs itself after its window (hooks on/off blocks, FULL_TRACE), at most this
 #: long in a script.
 EXTRA_S = 1.0
@@ -458,11 +456,10 @@ class Schedule:
         was in the first, and its answer was the map's). 0 otherwise."""
         fit = self.driver.facts.fit or {}
         per_epoch, epochs = int(fit.get("steps_per_epoch") or 0), int(fit.get("epochs") or 0)
-        if per_epoch <= 0 or epochs < CACHE_EPOCHS:
+        if per_epoch <= 0 or epochs < tfdata.CACHE_EPOCHS:
             return 0
         for _, pipe in self.driver.facts.pipelines.seen.values():
-            kinds = [st.kind for st in pipe.stages]
-            if "cache" in kinds and "map" in kinds[: len(kinds) - kinds[::-1].index("cache")]:
+            if tfdata.caches_after_map([st.kind for st in pipe.stages]):
                 return int(fit.get("first_step") or 0) + per_epoch
         return 0
 
