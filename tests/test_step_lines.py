@@ -366,6 +366,42 @@ def test_a_loops_checkpoint_lines_are_named_together() -> None:
     assert f["hot_line_fix"].startswith("It saves at every step")
 
 
+def test_an_evaluation_on_whole_data_each_step_is_named_though_it_calls_the_steps_functions():
+    from profiler.diagnoses import step_lines
+    from profiler.model import LineStat
+
+    # A softmax regression logging its loss on all 60,000 rows every step (93% of its loop
+    # without the profiler, read "compute 93%, float32"): full_loss() is one of the functions
+    # the loop's body calls, taken as the step's, and its line was left out.
+    ms = 1_000_000
+    f_ = "/w/s5.py"
+    lines = (
+        LineStat(f_, 36, "<module>", 7, 7 * 1 * ms, "p = softmax(xb @ W + b)"),
+        LineStat(f_, 45, "<module>", 7, 7 * 84 * ms, "train_loss, train_acc = full_loss()"),
+        LineStat(f_, 46, "<module>", 7, 7 * ms // 100, "t_full += time.perf_counter() - tf_"),
+    )
+    trace = _loop_trace(f_, lines, 7, 90 * ms)
+    trace.script["auto_step"] = {"calls": ["softmax", "full_loss"]}
+    f: dict = {"step_us": 90_000.0}
+    step_lines.step_line_facts(f, trace)
+    assert f["hot_line"] == 45
+    assert f["hot_line_where"].startswith("line 45 of <module> (`train_loss, train_acc = full")
+    assert f["hot_line_fix"].startswith("It evaluates on held-out or whole data at every step")
+    # A validation with the training's own forward pass: named too; the step's own call not.
+    val = LineStat(f_, 59, "<module>", 7, 7 * 50 * ms, "_, _, s_val = forward(params, X_val)")
+    trace = _loop_trace(f_, (lines[0], val), 7, 90 * ms)
+    trace.script["auto_step"] = {"calls": ["forward"]}
+    g: dict = {"step_us": 90_000.0}
+    step_lines.step_line_facts(g, trace)
+    assert g["hot_line"] == 59
+    train = LineStat(f_, 50, "<module>", 7, 7 * 50 * ms, "_, _, s = forward(params, xb)")
+    trace = _loop_trace(f_, (lines[0], train), 7, 90 * ms)
+    trace.script["auto_step"] = {"calls": ["forward"]}
+    h: dict = {"step_us": 90_000.0}
+    step_lines.step_line_facts(h, trace)
+    assert h.get("hot_line") != 50
+
+
 def test_a_steps_logging_lines_each_under_the_share_are_named_together() -> None:
     # A custom loop's two tf.summary.scalar calls and a print of .numpy() values each step:
     # 12%, 17% and 9% of the lines window's step, 57-62% of the loop without the profiler;

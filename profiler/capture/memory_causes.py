@@ -32,6 +32,7 @@ import threading
 import time
 import types
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from profiler.capture.memory_allocator import imported
@@ -75,6 +76,10 @@ def _is_function(obj: Any) -> bool:
     return hasattr(obj, "experimental_get_tracing_count") and hasattr(obj, "python_function")
 
 
+#: The profiler's own source files (their frames are not the script's).
+_OWN = str(Path(__file__).resolve().parents[1])
+
+
 def main_file() -> str | None:
     """The script's file: ``sys.modules['__main__'].__file__``."""
     main = sys.modules.get("__main__")
@@ -90,6 +95,12 @@ def script_roots(script: str | None) -> Iterator[tuple[str, Any]]:
             if not k.startswith("__"):
                 yield k, v
     frame = sys._current_frames().get(threading.main_thread().ident or -1)
+    if frame is not None and frame.f_code.co_filename.startswith(_OWN):
+        # The main thread in the profiler's own code (a partial trace written between two
+        # steps): its frames' locals are not read then (a probe reading them while the main
+        # thread serialised the trace died of a segmentation fault, CPython 3.11); the next
+        # probe, 0.5 s later, reads them.
+        return
     while frame is not None:
         code = frame.f_code
         if code.co_filename == script and code.co_name != "<module>":
