@@ -371,3 +371,44 @@ def test_a_slow_memory_probe_is_kept_for_the_long_steps_to_leave_out() -> None:
     out = long_steps(0, ends, 0, sampler.probe_ns, [], {})
     assert out["steps"] == [] and out["left_out"] == 1
     assert long_steps(0, ends, 0, [], [], {})["steps"][0]["step"] == 10
+
+
+def test_the_probe_thread_reads_no_locals_while_the_main_thread_runs_the_profilers_code():
+    # A probe reading the main thread's frames' locals while it serialised a partial trace
+    # died of a segmentation fault (CPython 3.11): from another thread, only the globals then.
+    import threading
+
+    from profiler.capture import memory_causes
+
+    def script_function() -> list[str]:
+        held_here = [1, 2, 3]  # noqa: F841 - a local the probe would name
+        got: list[str] = []
+        t = threading.Thread(
+            target=lambda: got.extend(n for n, _ in memory_causes.script_roots(__file__))
+        )
+        t.start()
+        t.join()
+        return got
+
+    # Called from this test (the main thread's top frame is threading's join, not the
+    # profiler's): the local is read.
+    assert "script_function().held_here" in script_function()
+    # The main thread waiting in code counted as the profiler's: only the globals.
+    own = memory_causes._OWN
+    memory_causes._OWN = str(Path(threading.__file__).parent)
+    try:
+        assert not any("()." in n for n in script_function())
+    finally:
+        memory_causes._OWN = own
+    # From the main thread itself, its own frames' locals are read whatever runs.
+    assert "script_function2().mine" in _own_thread()
+
+
+def _own_thread() -> list[str]:
+    from profiler.capture import memory_causes
+
+    def script_function2() -> list[str]:
+        mine = 1  # noqa: F841
+        return [n for n, _ in memory_causes.script_roots(__file__)]
+
+    return script_function2()

@@ -95,7 +95,8 @@ def script_roots(script: str | None) -> Iterator[tuple[str, Any]]:
             if not k.startswith("__"):
                 yield k, v
     frame = sys._current_frames().get(threading.main_thread().ident or -1)
-    if frame is not None and frame.f_code.co_filename.startswith(_OWN):
+    other = threading.current_thread() is not threading.main_thread()
+    if other and frame is not None and frame.f_code.co_filename.startswith(_OWN):
         # The main thread in the profiler's own code (a partial trace written between two
         # steps): its frames' locals are not read then (a probe reading them while the main
         # thread serialised the trace died of a segmentation fault, CPython 3.11); the next
