@@ -680,3 +680,33 @@ def test_a_first_epoch_filling_a_cache_is_named_with_its_excess():
     assert "fill_s" not in facts(20, 4.7)  # the warm-up ended inside the first epoch
     assert "fill_s" not in facts(100, 0.3)  # under a tenth of the loop
     assert "fill_s" not in facts(100, 4.7, stages[:2] + stages[3:])  # no cache
+
+
+def test_retraces_outside_the_sampled_steps_are_costed_by_the_first_trace():
+    # A seq2seq step unrolled over its target length (44-47): retraced 3 times in 57 steps,
+    # ~50 s a trace, 90% of its 276 s loop; none fell in the sampled steps: "compute 66%".
+    from profiler.diagnoses import performance
+    from profiler.model import Segment, Window
+
+    s = 1_000_000_000
+    warm = Window("warmup", (Segment(0, (0, 58 * s, 58 * s + s // 10, 101 * s)),))
+    timed = SimpleNamespace(
+        window=Window("timed", (Segment(3, tuple(i * s // 2 for i in range(11))),))
+    )
+    fn = {"name": "train_step", "calls": 60, "retraces": 3, "trace_steps": [3, 4, 6],
+          "changed": {"targ": {"times": 3, "what": "a tensor"}}, "own": True}  # fmt: skip
+    script = {"functions": [fn], "steps": 60, "time": {"steps_s": 276.0}}
+    trace = SimpleNamespace(script=script, warmup=warm, phase={"timed": timed}.get)
+    f: dict = {"label": "s.py", "tracing_pct": 0.0}
+    performance._retrace_facts(f, trace)
+    (rule,) = [r for r in performance.RULES if r.id == "costly_retraces"]
+    assert rule.when(f)
+    assert rule.message.format(**f) == (
+        "s.py: tf.function train_step retraced 3 times in 57 steady-state steps: targ (a "
+        "tensor) differs from the previous call at each retrace. Its first call (its first "
+        "trace) took 57.5 s beyond a step, so its retraces cost about 172 s, 62% of the loop's "
+        "276 s (none fell in the sampled steps)."
+    )
+    assert f["retrace_fix"].startswith("Give train_step an input_signature with None")
+    # Where the sampled steps held the retraces, retracing itself reads their share.
+    assert not rule.when({**f, "tracing_pct": 40.0})

@@ -324,6 +324,31 @@ def _retrace_facts(f: dict[str, Any], trace: Any) -> None:
         f"Python value, or give {fn['name']} an input_signature (or reduce_retracing=True), so "
         "it traces once.",
     )
+    _retrace_cost_facts(f, trace, steady, steps)
+
+
+def _retrace_cost_facts(f: dict[str, Any], trace: Any, retraces: int, steps: int) -> None:
+    """What the retraces cost where the sampled steps held none: each about as long as the
+    first call (its trace), beyond a timed step. A seq2seq step unrolled over its target
+    length (44-47) retraced 3 times in 57 steps, ~50 s a trace: 90% of its 276 s loop, read
+    "compute 66%" with no finding."""
+    first = trace.warmup.durations_ns()[:1] if getattr(trace, "warmup", None) else ()
+    timed = trace.phase("timed")
+    loop_s = float(((trace.script or {}).get("time") or {}).get("steps_s") or 0.0)
+    if not first or timed is None or timed.window is None or not loop_s:
+        return
+    durations = list(timed.window.durations_ns())
+    if not durations:
+        return
+    each_ns = first[0] - median_ns(durations)
+    if each_ns <= 0:
+        return
+    cost_s = each_ns * retraces / 1e9
+    f["retrace_each_s"] = each_ns / 1e9
+    f["retrace_cost_s"] = cost_s
+    f["retrace_cost_pct"] = min(100 * cost_s / loop_s, 100.0)
+    f["retrace_loop_s"] = loop_s
+    f["retrace_cost_us"] = cost_s * 1e6 / max(steps, 1)
 
 
 #: An eager step's Python and dispatch at least this share of it: tf.function is the fix. d2l's
@@ -1669,6 +1694,32 @@ RULES: tuple[Rule, ...] = (
         "({tracing_pct:.0f}% of the step): {retrace_why}.",
         fix="{retrace_fix}",
         cost="tracing_us",
+    ),
+    Rule(
+        id="costly_retraces",
+        subject="workload",
+        needs=(
+            "label",
+            "retrace_fn",
+            "retraces",
+            "steady_steps",
+            "retrace_why",
+            "retrace_fix",
+            "retrace_each_s",
+            "retrace_cost_s",
+            "retrace_cost_pct",
+            "retrace_loop_s",
+            "retrace_cost_us",
+        ),
+        # The retraces fell outside the sampled steps (retracing reads their share there).
+        when=lambda f: (f.get("tracing_pct") or 0.0) < 1 and f["retrace_cost_pct"] >= 10,
+        message="{label}: tf.function {retrace_fn} retraced {retraces} times in "
+        "{steady_steps} steady-state steps: {retrace_why}. Its first call (its first trace) "
+        "took {retrace_each_s:,.1f} s beyond a step, so its retraces cost about "
+        "{retrace_cost_s:,.0f} s, {retrace_cost_pct:.0f}% of the loop's {retrace_loop_s:,.0f} s "
+        "(none fell in the sampled steps).",
+        fix="{retrace_fix}",
+        cost="retrace_cost_us",
     ),
     Rule(
         id="graph_growth",
