@@ -518,11 +518,15 @@ def test_sibling_loops_of_two_functions_are_named_together_unless_one_calls_the_
         }
     }  # fmt: skip
 
-    def stacks(*chains: tuple[str, ...]) -> SimpleNamespace:
-        samples = tuple(Sample(tuple(Frame(n) for n in c), 5) for c in chains)
+    def stacks(*chains: tuple[tuple[str, int], ...]) -> SimpleNamespace:
+        samples = tuple(Sample(tuple(Frame(n, line=ln) for n, ln in c), 5) for c in chains)
         return SimpleNamespace(script=script, phases=[SimpleNamespace(samples=samples)])
 
-    apart = stacks(("<module>", "conv_forward_naive"), ("<module>", "conv_backward_naive"))
+    # Both called from the step loop (<module>, lines 60-80), neither from the other's loop.
+    apart = stacks(
+        (("<module>", 66), ("conv_forward_naive", 21)),
+        (("<module>", 70), ("conv_backward_naive", 34)),
+    )
     f: dict = {"step_us": 20_000.0, "python_dispatch_pct": 80.0, "label": "c.py"}
     loops.loop_facts(f, apart)
     assert f["inner_where"] == (
@@ -532,7 +536,7 @@ def test_sibling_loops_of_two_functions_are_named_together_unless_one_calls_the_
     assert f["inner_fix"].startswith("Vectorise the loops at lines 17 and 29 over its items")
     assert loops.RULES[0].when(f)
     # One called inside the other's loop: nested, not siblings; the larger alone.
-    inside = stacks(("<module>", "conv_forward_naive", "conv_backward_naive"))
+    inside = stacks((("<module>", 66), ("conv_forward_naive", 19), ("conv_backward_naive", 30)))
     g: dict = {"step_us": 20_000.0, "python_dispatch_pct": 80.0, "label": "c.py"}
     loops.loop_facts(g, inside)
     assert g["inner_line"] == 29 and g["inner_where"].startswith("the loop at line 29")

@@ -95,13 +95,12 @@ def loop_facts(f: dict[str, Any], trace: Any) -> None:
     # the backward one alone was named), where no sampled stack holds two of the functions
     # (a loop calling the other's function nests them) and their shares fit in the step.
     beside = _outermost(x for x in found if x[0]["function"] != best[0]["function"])
-    nested = _nested_functions(trace)
+    stacks = _stacks(trace)
     for x in sorted(beside, key=lambda x: -x[1]):
-        names = {g[0]["function"] for g in group}
         if (
             group
-            and nested is not None
-            and not any(frozenset((x[0]["function"], n)) in nested for n in names)
+            and stacks is not None
+            and not any(_nests(stacks, g[0], x[0]) or _nests(stacks, x[0], g[0]) for g in group)
             and sum(g[1] for g in group) + x[1] <= 1.0
         ):
             group.append(x)
@@ -155,17 +154,29 @@ def _outermost(found: Any) -> list[Found]:
     ]
 
 
-def _nested_functions(trace: Any) -> set[frozenset[str]] | None:
-    """The pairs of functions seen on one sampled stack (one calls the other); None where no
-    phase sampled stacks (nothing says which functions nest)."""
-    pairs: set[frozenset[str]] = set()
-    seen = False
-    for p in getattr(trace, "phases", ()) or ():
-        for sample in getattr(p, "samples", ()) or ():
-            seen = True
-            names = {fr.function for fr in sample.frames if not fr.native}
-            pairs.update(frozenset((a, b)) for a in names for b in names if a < b)
-    return pairs if seen else None
+def _stacks(trace: Any) -> list[list[tuple[str, int]]] | None:
+    """The sampled stacks as (function, line) frames, root first; None where no phase sampled
+    stacks (nothing says which loops nest)."""
+    out = [
+        [(fr.function, fr.line) for fr in sample.frames if not fr.native]
+        for p in getattr(trace, "phases", ()) or ()
+        for sample in getattr(p, "samples", ()) or ()
+    ]
+    return out or None
+
+
+def _nests(
+    stacks: list[list[tuple[str, int]]], outer: dict[str, Any], inner: dict[str, Any]
+) -> bool:
+    """Whether a sampled stack has ``inner``'s function called from inside ``outer``'s lines
+    (a loop calling the other loop's function: one loop inside the other)."""
+    lo, hi = outer["line"], outer.get("end_line") or outer["line"]
+    for frames in stacks:
+        for k, (fn, line) in enumerate(frames):
+            inside = fn == outer["function"] and lo <= line <= hi
+            if inside and any(g == inner["function"] for g, _ in frames[k + 1 :]):
+                return True
+    return False
 
 
 def _fix(group: list[dict[str, Any]], per_step: float) -> str:
