@@ -332,8 +332,9 @@ def _retrace_cost_facts(f: dict[str, Any], trace: Any, retraces: int, steps: int
     first call (its trace), beyond a timed step. A seq2seq step unrolled over its target
     length (44-47) retraced 3 times in 57 steps, ~50 s a trace: 90% of its 276 s loop, read
     "compute 66%" with no finding."""
-    first = trace.warmup.durations_ns()[:1] if getattr(trace, "warmup", None) else ()
-    timed = trace.phase("timed")
+    warmup = getattr(getattr(trace, "warmup", None), "durations_ns", None)
+    first = warmup()[:1] if warmup is not None else ()
+    timed = trace.phase("timed") if first else None
     loop_s = float(((trace.script or {}).get("time") or {}).get("steps_s") or 0.0)
     if not first or timed is None or timed.window is None or not loop_s:
         return
