@@ -88,7 +88,8 @@ def cache_fill_facts(f: dict[str, Any], trace: Any, one_off: Any) -> None:
     pipes = [p for p in script.get("pipelines") or () if p.get("stages")]
     cached = [p for p in pipes if tfdata.caches_after_map([st["kind"] for st in p["stages"]])]
     loop_s = float((script.get("time") or {}).get("steps_s") or 0.0)
-    warm = len(trace.warmup.durations_ns()) if getattr(trace, "warmup", None) else 0
+    durations = getattr(getattr(trace, "warmup", None), "durations_ns", None)
+    warm = len(durations()) if durations is not None else 0
     if not cached or epochs < tfdata.CACHE_EPOCHS or one_off is None or not loop_s:
         return
     if warm < per_epoch:
