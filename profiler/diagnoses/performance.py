@@ -1201,6 +1201,9 @@ def _overhead_bound(f: Facts) -> bool:
     )
 
 
+#: What both retrace findings say: the function, its retraces, why and the fix.
+_RETRACE_NEEDS = ("label", "retrace_fn", "retraces", "steady_steps", "retrace_why", "retrace_fix")
+
 RULES: tuple[Rule, ...] = (
     Rule(
         id="overhead_bound_measured",
@@ -1676,18 +1679,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="retracing",
         subject="workload",
-        needs=(
-            "label",
-            "retrace_fn",
-            "retraces",
-            "steady_steps",
-            "retraces_per_step",
-            "retrace_arg",
-            "retrace_why",
-            "retrace_fix",
-            "tracing_us",
-            "tracing_pct",
-        ),
+        needs=(*_RETRACE_NEEDS, "retraces_per_step", "retrace_arg", "tracing_us", "tracing_pct"),
         when=lambda f: f["tracing_pct"] >= 1,
         message="{label}: tf.function {retrace_fn} retraced {retraces} times in "
         "{steady_steps} steady-state steps ({retraces_per_step:.2f} a step); tracing and "
@@ -1700,12 +1692,7 @@ RULES: tuple[Rule, ...] = (
         id="costly_retraces",
         subject="workload",
         needs=(
-            "label",
-            "retrace_fn",
-            "retraces",
-            "steady_steps",
-            "retrace_why",
-            "retrace_fix",
+            *_RETRACE_NEEDS,
             "retrace_each_s",
             "retrace_cost_s",
             "retrace_cost_pct",
