@@ -168,10 +168,27 @@ def _wait_for_port(port: int, procs: list[subprocess.Popen[str]], timeout_s: flo
     raise AssertionError(f"port {port} never answered")
 
 
+def _two_free_ports_in_a_row(taken: set[int]) -> int:
+    """A port free on 127.0.0.1 whose next port is free too (the workers' profiler servers
+    listen on port + task index; a next port held by another test's server answered the
+    capture in its place)."""
+    for _ in range(50):
+        (port,) = free_ports(1)
+        if {port, port + 1} & taken or port + 1 > 65535:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise AssertionError("no two free ports in a row on 127.0.0.1")
+
+
 def _capture_two_workers(tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    ports = free_ports(4)
-    cluster = [f"127.0.0.1:{p}" for p in ports[:2]]
-    profiler_port = ports[2]
+    ports = free_ports(2)
+    cluster = [f"127.0.0.1:{p}" for p in ports]
+    profiler_port = _two_free_ports_in_a_row(set(ports))
     procs = []
     try:
         for i in range(2):
@@ -219,9 +236,16 @@ def _capture_two_workers(tmp_path: Path) -> subprocess.CompletedProcess[str]:
             timeout=300,
         )
     finally:
+        ended = [p.poll() for p in procs]
         for p in procs:
             p.kill()
-            p.wait()
+        tails = [(p.communicate()[1] or "")[-600:] for p in procs]
+    if out.returncode != 0:
+        # What the workers said: a worker TensorFlow's profiler service crashed ends by itself.
+        out.stderr += "".join(
+            f"\n--- worker {i} (ended by itself: {e}) ---\n{t}"
+            for i, (e, t) in enumerate(zip(ended, tails, strict=True))
+        )
     return out
 
 
@@ -230,14 +254,16 @@ def test_capture_of_two_running_workers_writes_a_run_with_both(tmp_path: Path) -
     # is traced (3 captures in about 12 here; twice in a row once, in a clean-clone suite): a
     # host that sent nothing is recorded as failed, and the capture is tried on a fresh job, up
     # to 3 times.
+    failures = []
     for attempt in range(3):
         where = tmp_path / f"attempt-{attempt}"
         where.mkdir()
         out = _capture_two_workers(where)
         if out.returncode == 0:
             break
+        failures.append(out.stdout[-800:] + out.stderr[-1500:])
     tmp_path = where
-    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.returncode == 0, "\n=== next attempt ===\n".join(failures)
     doc = json.loads((only_run(tmp_path) / "summary.json").read_text())
     summary.validate(doc)
     ws = doc["workloads"]
