@@ -11,13 +11,14 @@ PYTEST_ARGS ?=
 PORT ?= 6006
 RUN ?= runs/latest
 
-.PHONY: help setup profile test realworld soak noise lint format tensorboard bench report browser clean clean-runs
+.PHONY: help setup profile test realworld live soak noise lint format tensorboard bench report browser clean clean-runs
 
 help:
 	@echo "make profile       set up on first use, then profile the default suite -> runs/<id>/"
 	@echo "make profile FULL=1   the seeds' own step counts (1e5 steps for seed 000)"
 	@echo "make test          the linters, then the whole test suite (TensorFlow, TensorBoard, Chromium)"
 	@echo "make realworld     every public script of tests/realworld and tests/data/corpus, profiled with defaults; the table of verdicts against truths (~25 min)"
+	@echo "make live          the recorded-run script tests again, each on a live run of its script (~4 min)"
 	@echo "make soak          the default suite 3 times back to back, 4 runs at once into one --out (~20 min)"
 	@echo "make noise         corpus scripts profiled quiet and beside a busy process: the same verdict (~15 min)"
 	@echo "make tensorboard   TensorBoard on 127.0.0.1:$(PORT) over $(RUN)/tensorboard"
@@ -55,6 +56,11 @@ tensorboard: $(STAMP)
 
 realworld: $(STAMP) browser
 	$(PY) -m pytest -m "realworld or not realworld" tests/test_realworld.py tests/test_corpus_truths.py $(PYTEST_ARGS)
+
+# The script tests that read a recorded run by default (tests/data/recorded_scripts), each
+# on a live run of its script: what the recordings stand for, measured again on this machine.
+live: $(STAMP)
+	$(PY) -m pytest -m "live" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 soak: $(STAMP) browser
 	$(PY) -m pytest -m "soak or not soak" tests/test_soak.py $(PYTEST_ARGS)

@@ -1,5 +1,9 @@
 """Findings that hold on kinds of scripts the first corpus did not have, each profiled with no
 options, its truth measured without the profiler (``tests/data/corpus``, each file's docstring).
+
+A script test runs twice over: on the script's recorded run (``tests/data/recorded_scripts``,
+re-analysed here: the findings and the answer, with no TensorFlow and no timing) in ``make
+test``, and on a live run of the script under the ``live`` marker (``make live``).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from profiler.analysis import purposes
+from tests.recorded import MODES, profiled
 from tests.test_script_run import DATA, cli, only_run
 
 CORPUS = DATA / "corpus"
@@ -21,20 +26,20 @@ def _findings(run: Path) -> dict[str, dict]:
     return {d["rule"]: d for d in doc["diagnoses"]}
 
 
-@pytest.mark.tf
-@pytest.mark.slow
-def test_summary_kernels_every_step_are_named_not_called_compute_bound(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_summary_kernels_every_step_are_named_not_called_compute_bound(
+    tmp_path: Path, mode: str
+) -> None:
     # Truth (--bench): ~26 ms a step with the merged histograms fetched, ~1.9 ms without.
-    out = cli(tmp_path, str(CORPUS / "tf1_summaries_every_step.py"), timeout=400)
-    assert out.returncode == 0, out.stderr[-3000:]
-    found = _findings(only_run(tmp_path))
+    run = profiled(mode, tmp_path, CORPUS / "tf1_summaries_every_step.py")
+    found = run.findings
     assert "compute_bound" not in found and "compute_bound_peak" not in found, found.keys()
     d = found["kernels_not_arithmetic"]
     assert "for summaries, not the model's arithmetic" in d["message"]
     assert "HistogramSummary" in d["message"]
     assert "every N steps" in d["fix"]
     # The answer opens with it.
-    assert "write the summaries every N steps" in out.stdout.split("report:")[0]
+    assert "write the summaries every N steps" in run.answer
 
 
 @pytest.mark.parametrize(
@@ -135,39 +140,37 @@ def test_the_ops_a_fetch_needs_beside_the_training_ops_are_found_in_the_graph() 
         assert fetches.beside_training(graph, ["no_such_op:0", train]) == ()
 
 
-def test_an_evaluation_every_10th_iteration_is_named_with_its_period(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_an_evaluation_every_10th_iteration_is_named_with_its_period(
+    tmp_path: Path, mode: str
+) -> None:
     # Truth (--bench, on this machine): a training iteration ~0.16 ms, an evaluating one
     # 14 ms (90x), the evaluating iterations ~87% of the loop.
-    out = cli(tmp_path, str(CORPUS / "numpy_eval_every_10.py"), timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    found = _findings(only_run(tmp_path))
-    d = found["periodic_slow_steps"]
+    run = profiled(mode, tmp_path, CORPUS / "numpy_eval_every_10.py")
+    d = run.findings["periodic_slow_steps"]
     assert d["message"].startswith("numpy_eval_every_10.py: one step in every 10 is ")
     assert "run it less often" in d["fix"]
     # The costliest finding: it opens the answer.
-    answer = out.stdout.split("report:")[0]
+    answer = run.answer
     assert answer.index("one step in every 10") < answer.index("what to change") + 200
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_sample_every_50th_step_holding_a_few_percent_is_named_with_its_line(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
     # Truth (--bench, on this machine): the samples hold 7.1-7.5% of the loop, a sample ~520-610
     # µs on top of a ~135-150 µs step (a sampling step ~4.7x a normal one).
-    out = cli(tmp_path, str(CORPUS / "numpy_sample_every_50.py"), timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    found = _findings(only_run(tmp_path))
-    if "periodic_slow_steps" not in found:
+    script = CORPUS / "numpy_sample_every_50.py"
+    run = profiled(mode, tmp_path, script)
+    if mode == "live" and "periodic_slow_steps" not in run.findings:
         # At 7% of the loop and ~4.5x a step it sits near both of the finding's thresholds
         # (5%, 3x): 1 of 3 runs here missed it, quiet and beside the other test worker. A
         # second run of the script must find it.
         again = tmp_path / "again"
         again.mkdir()
-        out = cli(again, str(CORPUS / "numpy_sample_every_50.py"), timeout=300)
-        assert out.returncode == 0, out.stderr[-3000:]
-        tmp_path = again
-        found = _findings(only_run(again))
-    d = found["periodic_slow_steps"]
+        run = profiled(mode, again, script)
+    d = run.findings["periodic_slow_steps"]
     assert d["message"].startswith("numpy_sample_every_50.py: one step in every 50 is "), d
     share = float(re.search(r"they hold (\d+)% of the loop", d["message"]).group(1))
     # Beside the other test worker the samples' Python slows more than the step: 30% read
@@ -176,8 +179,7 @@ def test_a_sample_every_50th_step_holding_a_few_percent_is_named_with_its_line(
     # The line that runs once a period, where the lines phase measured it (the re-runs measure
     # it within the budget on a quiet machine).
     assert "run it less often" in d["fix"], d["fix"]
-    (w,) = json.loads((only_run(tmp_path) / "summary.json").read_text())["workloads"]
-    if "lines" not in w["script"]["missed"]:
+    if "lines" not in run.workload["script"]["missed"]:
         assert "`text = sample(16)`" in d["fix"], d["fix"]
 
 
@@ -197,19 +199,17 @@ def test_slow_steps_at_a_period_and_without_one() -> None:
     assert t is not None and t.period is None and t.count == 6
 
 
-@pytest.mark.tf
-@pytest.mark.slow
-def test_a_fit_compiled_with_run_eagerly_is_named_by_its_switch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_a_fit_compiled_with_run_eagerly_is_named_by_its_switch(tmp_path: Path, mode: str) -> None:
     # Truth (--bench): an epoch ~14x slower with run_eagerly=True than compiled without it.
-    out = cli(tmp_path, str(CORPUS / "keras_fit_run_eagerly.py"), timeout=400)
-    assert out.returncode == 0, out.stderr[-3000:]
-    found = _findings(only_run(tmp_path))
+    run = profiled(mode, tmp_path, CORPUS / "keras_fit_run_eagerly.py")
+    found = run.findings
     d = found["eager_switch"]
     assert "runs eagerly because of model.compile(..., run_eagerly=True)" in d["message"]
     assert "without run_eagerly=True" in d["fix"]
     # Not blamed on fit's per-batch machinery (steps_per_execution cannot help an eager fit).
     assert "overhead_bound_keras" not in found
-    assert "steps_per_execution" not in out.stdout.split("report:")[0].split("what to change")[-1]
+    assert "steps_per_execution" not in run.answer.split("what to change")[-1]
 
 
 def test_a_period_is_found_among_slow_steps_a_busy_machine_scatters() -> None:
@@ -466,13 +466,14 @@ def test_long_steps_count_at_their_period_the_instrumented_windows_included() ->
     assert h["long_where"] == "steps 191 and 491"
 
 
-def test_an_evaluation_after_each_epoch_between_two_steps_is_named(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_an_evaluation_after_each_epoch_between_two_steps_is_named(
+    tmp_path: Path, mode: str
+) -> None:
     # Truth (--bench, on this machine): the evaluations hold 15-18% of the loop, each 29-42 ms
     # against a ~450-600 µs step; they run between two calls of train_step, once every 300.
-    out = cli(tmp_path, str(CORPUS / "numpy_eval_each_epoch.py"), timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    found = _findings(only_run(tmp_path))
-    (w,) = json.loads((only_run(tmp_path) / "summary.json").read_text())["workloads"]
+    run = profiled(mode, tmp_path, CORPUS / "numpy_eval_each_epoch.py")
+    found, w = run.findings, run.workload
     busy = ((w.get("distribution") or {}).get("others_cores") or 0.0) >= 0.5
     # Inside the windows at their period where three epochs' ends fell in them; else over every
     # step of the run. Beside the other test worker its 0.5 ms steps read 2.3 ms and long steps
@@ -501,15 +502,15 @@ def test_an_evaluation_after_each_epoch_between_two_steps_is_named(tmp_path: Pat
     assert (3 if busy else 7) <= share <= 36, d["message"]
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_loop_waiting_on_its_loader_threads_queue_is_named_with_the_line_that_waits(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
     # Truth (no profiler, get() timed): the loop waits in q.get() 81-86% of its time. Before
     # idle samples were recorded for numpy scripts, the waits were no samples at all and the
     # answer was the shares of the steps' own work.
-    out = cli(tmp_path, str(CORPUS / "numpy_loader_thread_queue.py"), timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    found = _findings(only_run(tmp_path))
+    run = profiled(mode, tmp_path, CORPUS / "numpy_loader_thread_queue.py")
+    found = run.findings
     d = found["waits_for_batches"]
     assert "at line 34 of numpy_loader_thread_queue.py (`batch = q.get()`)" in d["message"]
     share = float(re.search(r"waits for its batches: (\d+)% ±", d["message"]).group(1))
@@ -520,17 +521,17 @@ def test_a_loop_waiting_on_its_loader_threads_queue_is_named_with_the_line_that_
     assert "sleep_in_steps" not in found and "numpy_per_call" not in found
     # The loader thread's per-sample loop is not the steps' inner loop.
     assert "per_sample_loop" not in found, found["per_sample_loop"]["message"]
-    (w,) = json.loads((only_run(tmp_path) / "summary.json").read_text())["workloads"]
+    w = run.workload
     assert w["attribution"]["share"]["feed_fetch"] >= 0.3, w["attribution"]
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_loop_reading_its_batches_from_files_is_named_with_the_lines_that_read(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
     # Truth (no profiler, np.load timed): ~80% of the loop's time reads the two files a step.
-    out = cli(tmp_path, str(CORPUS / "numpy_load_batches_from_disk.py"), timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    found = _findings(only_run(tmp_path))
+    run = profiled(mode, tmp_path, CORPUS / "numpy_load_batches_from_disk.py")
+    found = run.findings
     d = found["loads_in_steps"]
     # The line's text where the lines phase ran.
     assert "at line 18 of numpy_load_batches_from_disk.py" in d["message"], d["message"]

@@ -3,35 +3,34 @@ its cause, its figure against the truth measured without the profiler (each scri
 docstring, ``tests/data/memory/truth.py``), and no growth finding where nothing grows, also
 with a busy process beside the run (issue 26, item 2).
 
-Three profiled runs (each 40-120 s on a loaded 2-core machine).
+Each test reads the script's recorded run (``tests/data/recorded_scripts``, re-analysed) in
+``make test``, and a live run of the script under ``make live`` (each 40-120 s on a loaded
+2-core machine).
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.test_script_run import cli, only_run, workload
+from profiler.reports import summary
+from tests.recorded import MODES, profiled
 
 CORPUS = Path(__file__).resolve().parent / "data" / "memory"
 
-pytestmark = [pytest.mark.slow, pytest.mark.tf]
+
+def _profile(
+    mode: str, tmp_path: Path, name: str, busy: bool = False
+) -> tuple[dict, dict[str, dict]]:
+    run = profiled(mode, tmp_path, CORPUS / name, busy=busy)
+    summary.validate(run.doc)
+    return run.workload, run.findings
 
 
-def _profile(tmp_path: Path, name: str, *opts: str) -> tuple[dict, dict[str, dict]]:
-    out = cli(tmp_path, *opts, str(CORPUS / name), timeout=900)
-    assert out.returncode == 0, out.stderr[-2000:]
-    run = only_run(tmp_path)
-    doc = json.loads((run / "summary.json").read_text())
-    return workload(run), {d["rule"]: d for d in doc["diagnoses"]}
-
-
-def test_ops_built_in_the_loop_are_named_with_their_line(tmp_path: Path) -> None:
-    w, found = _profile(tmp_path, "tf1_assign_in_loop.py")
+@pytest.mark.parametrize("mode", MODES)
+def test_ops_built_in_the_loop_are_named_with_their_line(tmp_path: Path, mode: str) -> None:
+    w, found = _profile(mode, tmp_path, "tf1_assign_in_loop.py")
     m = w["memory"]
     assert m["grows"]
     # The profiler's step is one session.run (three a loop iteration); the truth is per
@@ -47,8 +46,11 @@ def test_ops_built_in_the_loop_are_named_with_their_line(tmp_path: Path) -> None
     assert "placeholder" in d["fix"] and "float(" not in d["fix"]
 
 
-def test_tensors_kept_in_a_list_are_named_with_the_bytes_they_hold(tmp_path: Path) -> None:
-    w, found = _profile(tmp_path, "tf2_losses_kept_as_tensors.py")
+@pytest.mark.parametrize("mode", MODES)
+def test_tensors_kept_in_a_list_are_named_with_the_bytes_they_hold(
+    tmp_path: Path, mode: str
+) -> None:
+    w, found = _profile(mode, tmp_path, "tf2_losses_kept_as_tensors.py")
     m = w["memory"]
     assert m["grows"]
     # Truth 5,033 bytes a step (182 with the fix); measured 4,849 (4% under); bounds +-30%
@@ -63,26 +65,26 @@ def test_tensors_kept_in_a_list_are_named_with_the_bytes_they_hold(tmp_path: Pat
     assert "float(x)" in d["fix"] and "placeholder" not in d["fix"]
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_loop_keeping_floats_gets_no_growth_finding_beside_a_busy_process(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        w, found = _profile(tmp_path, "tf2_losses_as_floats.py")
-    finally:
-        busy.kill()
-        busy.wait()
+    # Recorded beside a busy process too (python -m tests.recorded --script ... --busy).
+    w, found = _profile(mode, tmp_path, "tf2_losses_as_floats.py", busy=True)
     assert "memory_growth" not in found, found.get("memory_growth")
     m = w["memory"]
     # Truth: 177 bytes a step (a Python float and its list slot, plus noise).
     assert not m["grows"] or m["growth_bytes_per_step"] < 1_000, m
 
 
-def test_the_fix_of_a_retraced_function_is_measured_to_stop_the_growth(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_the_fix_of_a_retraced_function_is_measured_to_stop_the_growth(
+    tmp_path: Path, mode: str
+) -> None:
     # Issue 26, item 3, with no options (2-3 runs, ~40 s): the growth is read over the steps,
     # the fix (lr as a tensor) in alternating blocks. With the timed window and the what-ifs
     # alone (one run), the growth read as none in about 1 run of 3 in the test suite.
-    w, found = _profile(tmp_path, "tf2_retrace_python_lr.py")
+    w, found = _profile(mode, tmp_path, "tf2_retrace_python_lr.py")
     m = w["memory"]
     # Truth 285,957 bytes a step as written, 154 with the fix (the script's docstring).
     assert m["grows"] and 0.7 * 285_957 <= m["growth_bytes_per_step"] <= 1.3 * 285_957, m

@@ -439,7 +439,11 @@ def run_workload_process(
             # Ended by the runs' limit, not the budget: say so (a 331-step course script whose
             # every run fitted one phase reached its 5th run with the what-if still missing).
             script["message"] += f" (a script is run at most {rerun.MAX_RUNS} times by default)"
-        outcome = replace(outcome, trace=replace(trace, script=script))
+        final = replace(trace, script=script)
+        outcome = replace(outcome, trace=final)
+        # The trace the run is analysed from, the repeats' phases and the script's record with
+        # them: re-analysing the run's folder gives the run's answer again.
+        final.save(wdir / MODEL_FILE)
     return outcome
 
 
