@@ -8,7 +8,6 @@ test``, and on a live run of the script under the ``live`` marker (``make live``
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -16,14 +15,9 @@ import pytest
 
 from profiler.analysis import purposes
 from tests.recorded import MODES, profiled
-from tests.test_script_run import DATA, cli, only_run
+from tests.test_script_run import DATA
 
 CORPUS = DATA / "corpus"
-
-
-def _findings(run: Path) -> dict[str, dict]:
-    doc = json.loads((run / "summary.json").read_text())
-    return {d["rule"]: d for d in doc["diagnoses"]}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -284,19 +278,21 @@ for i in range(3000):
 """
 
 
-@pytest.mark.tf
-def test_python_the_steps_graph_calls_is_named_with_its_function(tmp_path: Path) -> None:
+#: The options the py_function step script runs (and was recorded) with.
+PY_FUNCTION_OPTIONS = ("--phases", "timed,framework,whatif", "--max-steps", "1500")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_python_the_steps_graph_calls_is_named_with_its_function(tmp_path: Path, mode: str) -> None:
     # A numpy metric through tf.py_function inside the train step (the Q&A idiom for
     # scikit-learn's AUC as a metric): its kernels were called the input pipeline's.
     script = tmp_path / "py_function_step.py"
     script.write_text(PY_FUNCTION_STEP)
-    out = cli(tmp_path, "--phases", "timed,framework,whatif", "--max-steps", "1500", str(script))
-    assert out.returncode == 0, out.stderr[-3000:]
-    run = only_run(tmp_path)
-    doc = json.loads((run / "summary.json").read_text())
+    run = profiled(mode, tmp_path, script, *PY_FUNCTION_OPTIONS)
+    doc = run.doc
     (fn,) = [f for f in doc["workloads"][0]["script"]["functions"] if f["name"] == "train_step"]
     assert fn["python_calls"] == ["rank_metric (py_function_step.py:5)"], fn
-    found = _findings(run)
+    found = run.findings
     d = found["py_function_in_step"]
     assert "(rank_metric (py_function_step.py:5))" in d["message"] and "every N steps" in d["fix"]
     assert (
@@ -308,18 +304,18 @@ def test_python_the_steps_graph_calls_is_named_with_its_function(tmp_path: Path)
     assert "function_jit" not in ran
 
 
-@pytest.mark.tf
-@pytest.mark.slow
+#: The options the PyDataset script runs (and was recorded) with.
+PYDATASET_OPTIONS = ("--phases", "timed,sampled,framework", "--max-steps", "150")
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_pydatasets_python_batches_are_named_not_its_pyfunc_called_compute(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
     # Truth (--bench): 24.9 ms a batch as written, 19.9 ms with the batches made once (-20%);
     # __getitem__ alone 7.0 ms; workers=2 no faster on 2 cores.
-    script = str(CORPUS / "keras_pydataset_augment.py")
-    args = ("--phases", "timed,sampled,framework", "--max-steps", "150")
-    out = cli(tmp_path, *args, script, timeout=400)
-    assert out.returncode == 0, out.stderr[-3000:]
-    found = _findings(only_run(tmp_path))
+    run = profiled(mode, tmp_path, CORPUS / "keras_pydataset_augment.py", *PYDATASET_OPTIONS)
+    found = run.findings
     # Beside other processes the step waits longer for the batches (their thread gets a core
     # less often: 40-41% of the step with one core kept busy): input-bound then, and the fix
     # names the same Python, not Keras's adapter around it (it read
@@ -338,7 +334,7 @@ def test_a_pydatasets_python_batches_are_named_not_its_pyfunc_called_compute(
         assert "PyFunc" not in (found.get(rule) or {}).get("message", "")
     assert "kernels_not_arithmetic" not in found
     # The answer opens with the fix, not with "compute-bound".
-    verdict = next(ln for ln in out.stdout.splitlines() if ln.startswith("Verdict:"))
+    verdict = next(ln for ln in run.answer.splitlines() if ln.startswith("Verdict:"))
     assert fix in verdict or "CIFAR10PyDataset.__getitem__" in verdict, verdict
 
 
@@ -558,3 +554,21 @@ def test_long_steps_in_which_a_function_traced_are_the_traces_not_work_between_s
         f, SimpleNamespace(script={**script, "functions": []}, warmup=SimpleNamespace(n_steps=0))
     )
     assert f["long_count"] == 3 and f["long_where"] == "steps 299, 599 and 899"
+
+
+def record() -> None:
+    """Record the two scripts run with options (``python -m tests.test_corpus_findings``; the
+    others: ``python -m tests.recorded --script``)."""
+    import tempfile
+
+    from tests import recorded
+
+    script = Path(tempfile.mkdtemp()) / "py_function_step.py"
+    script.write_text(PY_FUNCTION_STEP)
+    print(recorded.record_script(script, script.stem, *PY_FUNCTION_OPTIONS))
+    pydataset = CORPUS / "keras_pydataset_augment.py"
+    print(recorded.record_script(pydataset, pydataset.stem, *PYDATASET_OPTIONS))
+
+
+if __name__ == "__main__":
+    record()

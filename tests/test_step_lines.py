@@ -8,13 +8,14 @@ without the callback (125 and 500 batches, 2 repeats each): the callback is ~97%
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_script_run import cli, only_run, write
+from tests import recorded
+from tests.recorded import MODES, profiled
+from tests.test_script_run import write
 
 FIT = """
 import numpy as np
@@ -39,20 +40,31 @@ EVALUATE = "self.last = self.model.evaluate(x[:64], y[:64], verbose=0)"
 CHEAP = "self.last = float(logs['loss'])"
 
 
-def _found(tmp_path: Path, work: str) -> dict[str, dict]:
+#: The phases the fit_cb.py runs measure (and were recorded with).
+OPTIONS = ("--phases", "timed,lines")
+#: The recorded runs of fit_cb.py by its callback's work (``record``).
+RECORDED = {EVALUATE: "step_lines_fit_evaluate", CHEAP: "step_lines_fit_cheap"}
+
+
+def _found(tmp_path: Path, work: str, mode: str) -> dict[str, dict]:
     script = write(tmp_path, "fit_cb.py", FIT.replace("{work}", work))
-    out = cli(tmp_path, "--phases", "timed,lines", str(script))
-    assert out.returncode == 0, out.stderr[-3000:]
-    doc = json.loads((only_run(tmp_path) / "summary.json").read_text())
-    return {d["rule"]: d for d in doc["diagnoses"]}
+    return profiled(mode, tmp_path, script, *OPTIONS, name=RECORDED[work]).findings
 
 
-@pytest.mark.tf
-@pytest.mark.slow
+def record() -> None:
+    """Record fit_cb.py's runs (``python -m tests.test_step_lines``)."""
+    import tempfile
+
+    for work, name in RECORDED.items():
+        script = write(Path(tempfile.mkdtemp()), "fit_cb.py", FIT.replace("{work}", work))
+        print(recorded.record_script(script, name, *OPTIONS))
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_callback_evaluating_every_batch_is_named_with_its_line_and_a_per_batch_fix(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
-    found = _found(tmp_path, EVALUATE)
+    found = _found(tmp_path, EVALUATE, mode)
     d = found["step_line"]
     assert f"line 11 of BatchEnd.on_train_batch_end (`{EVALUATE}`)" in d["message"]
     share = float(d["message"].split(") holds ")[1].split("%")[0])
@@ -60,13 +72,12 @@ def test_a_callback_evaluating_every_batch_is_named_with_its_line_and_a_per_batc
     assert "every N batches" in d["fix"] and "validation_data" in d["fix"]
 
 
-@pytest.mark.tf
-@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
 def test_a_callback_reading_its_logs_gets_no_finding_and_fits_own_line_is_not_one(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
     # The fit(...) line holds every step (one execution spans them all): the step, not in it.
-    found = _found(tmp_path, CHEAP)
+    found = _found(tmp_path, CHEAP, mode)
     assert "step_line" not in found, found.get("step_line")
 
 
@@ -450,3 +461,7 @@ def test_a_steps_logging_lines_each_under_the_share_are_named_together() -> None
     trace.phase = {"lines": SimpleNamespace(**{**vars(rec), "lines": lines[:2]})}.get
     step_lines.step_line_facts(g, trace)
     assert g["hot_line_where"].startswith("line 39 of <module>")
+
+
+if __name__ == "__main__":
+    record()

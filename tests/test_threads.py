@@ -13,7 +13,6 @@ used 0.6 core in the timed window (32% of the cores) and the finding fired.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,7 +24,9 @@ from profiler.capture import threads as capture
 from profiler.diagnoses import input as input_rules
 from profiler.diagnoses.engine import evaluate
 from profiler.model.records import ThreadCpu
-from tests.test_script_run import cli, only_run, write
+from tests import recorded
+from tests.recorded import MODES, profiled
+from tests.test_script_run import write
 
 PIPE = {
     "stages": [
@@ -228,15 +229,27 @@ model.fit(ds.batch(64).prefetch(tf.data.AUTOTUNE), epochs=10, verbose=0)
 ARRAYS = MODEL + "\nmodel.fit(x, y, batch_size=64, epochs=30, verbose=0)\n"
 
 
-def _profile(tmp_path: Path, text: str) -> dict[str, Any]:
+#: The phases the real runs measure: the finding reads the timed window's core use and the
+#: framework's kernels; the other phases would only add runs of the script.
+OPTIONS = ("--no-progress", "--phases", "timed,framework")
+#: The recorded run of each real run's script (``record``).
+RECORDED = {"heavy_map": "threads_heavy_map", "arrays": "threads_fit_arrays"}
+
+
+def _profile(tmp_path: Path, which: str, mode: str) -> dict[str, Any]:
+    text = HEAVY_MAP if which == "heavy_map" else ARRAYS
     script = write(tmp_path, "train.py", text)
-    # The finding reads the timed window's core use and the framework's kernels: the other
-    # phases would only add runs of the script.
-    proc = cli(tmp_path, "--no-progress", "--phases", "timed,framework", str(script), timeout=900)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    doc: dict[str, Any] = json.loads((only_run(tmp_path) / "summary.json").read_text())
-    doc["_stdout"] = proc.stdout
-    return doc
+    return profiled(mode, tmp_path, script, *OPTIONS, name=RECORDED[which]).doc
+
+
+def record() -> None:
+    """Record the real runs (``python -m tests.test_threads``)."""
+    import tempfile
+
+    for which, name in RECORDED.items():
+        text = HEAVY_MAP if which == "heavy_map" else ARRAYS
+        script = write(Path(tempfile.mkdtemp()), "train.py", text)
+        print(recorded.record_script(script, name, *OPTIONS))
 
 
 def _timed_cpu(doc: dict[str, Any]) -> dict[str, Any]:
@@ -245,10 +258,9 @@ def _timed_cpu(doc: dict[str, Any]) -> dict[str, Any]:
     return timed["data"]
 
 
-@pytest.mark.slow
-@pytest.mark.tf
-def test_a_heavy_parallel_map_feeding_fit_shares_the_cores(tmp_path):
-    doc = _profile(tmp_path, HEAVY_MAP)
+@pytest.mark.parametrize("mode", MODES)
+def test_a_heavy_parallel_map_feeding_fit_shares_the_cores(tmp_path, mode):
+    doc = _profile(tmp_path, "heavy_map", mode)
     cpu = _timed_cpu(doc)
     assert cpu["wall_ns"] > 0 and cpu["usable_cpus"] >= 1
     assert cpu["process_cpu_ns"] == cpu["main_cpu_ns"] + cpu["other_cpu_ns"]
@@ -274,10 +286,9 @@ def test_a_heavy_parallel_map_feeding_fit_shares_the_cores(tmp_path):
         assert not found, (busy, competing)
 
 
-@pytest.mark.slow
-@pytest.mark.tf
-def test_fit_on_arrays_has_no_competition_finding(tmp_path):
-    doc = _profile(tmp_path, ARRAYS)
+@pytest.mark.parametrize("mode", MODES)
+def test_fit_on_arrays_has_no_competition_finding(tmp_path, mode):
+    doc = _profile(tmp_path, "arrays", mode)
     cpu = _timed_cpu(doc)
     assert cpu["wall_ns"] > 0
     assert not [d for d in doc["diagnoses"] if d["rule"] == "cpu_competition"]
@@ -319,3 +330,7 @@ def test_the_scripts_own_worker_processes_are_not_other_processes_load() -> None
         after = threads.read()
     assert before is not None and after is not None
     assert after.children and (threads.window(before, after) or _cpu(0, 0)).children_cpu_ns > 0
+
+
+if __name__ == "__main__":
+    record()
