@@ -556,6 +556,72 @@ def test_long_steps_in_which_a_function_traced_are_the_traces_not_work_between_s
     assert f["long_count"] == 3 and f["long_where"] == "steps 299, 599 and 899"
 
 
+def test_the_steps_that_end_a_pass_over_the_loop_are_recorded_and_flagged_when_long() -> None:
+    import array
+
+    from profiler.capture.script.driver import StepDriver, long_steps
+    from profiler.clock import FakeClock
+
+    # A loop's last step ends where the loop does (its iterable ran out): the driver keeps it.
+    d = StepDriver(FakeClock())
+    d.run_free()  # no schedule: steps are only counted
+    for epoch in range(2):
+        if epoch:
+            d.entered_loop()
+        for _ in range(3):
+            d.boundary()
+        d.left_loop()
+    assert d.pass_ends == [2, 5]
+    # 60 steps of 1 ms, each pass's last (every 20th) 50 ms: flagged as a pass's end.
+    ms = 1_000_000
+    durs = [50 * ms if i % 20 == 19 else ms for i in range(60)]
+    ends = array.array("q", [sum(durs[: i + 1]) for i in range(60)])
+    rec = long_steps(0, ends, 0, [], [], {}, [19, 39, 59])
+    assert [(r["step"], r.get("pass_end")) for r in rec["steps"]] == [
+        (19, True),
+        (39, True),
+        (59, True),
+    ]
+    assert "pass_end" not in long_steps(0, ends, 0, [], [], {}, [])["steps"][0]
+
+
+def test_long_steps_that_each_end_a_pass_are_named_as_the_loops_end_not_work_between() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import long_steps as rules
+    from profiler.diagnoses.engine import evaluate
+
+    # An eager loop over a shuffled tf.data dataset beside a busy process: the last next() of
+    # each 38-batch epoch took 122-131 ms (0.7 ms quiet), measured without the profiler; one
+    # iterator over ds.repeat() for all epochs: no pass ends, 0 ms.
+    rows = [
+        {"step": s, "us": 150_000.0, "median_us": 20_000.0, "phase": "", "pass_end": True}
+        for s in range(37, 1200, 38)
+    ]
+    script = {"long_steps": {"steps": rows, "left_out": 0, "spans": []}, "steps": 1200}
+    trace = SimpleNamespace(warmup=SimpleNamespace(n_steps=0))
+
+    def found(script: dict) -> dict:
+        f = {"label": "walk.py", "step_us": 20_000.0, "framework": "tf2", "name": "walk.py"}
+        rules.long_facts(f, SimpleNamespace(script=script, warmup=trace.warmup))
+        (d,) = evaluate(rules.RULES, "workload", [f])
+        return {"message": d.message, "fix": d.fix}
+
+    d = found({**script, "pipelines": [{"stages": [{"kind": "shuffle"}]}]})
+    assert "each the last step of a pass over the steps' loop" in d["message"], d
+    assert "a tf.data iterator's last next() at the epoch's end" in d["message"]
+    assert "it = iter(ds.repeat()) once" in d["fix"] and "tf.function" not in d["fix"]
+    # Not tf.data: the iterable's own end.
+    d = found(script)
+    assert "a generator's or a loader's end" in d["message"] and "ds.repeat()" not in d["fix"]
+    # One of them not at a pass's end: work between two steps, as before.
+    mixed = [dict(r) for r in rows]
+    del mixed[3]["pass_end"]
+    d = found({**script, "long_steps": {"steps": mixed, "left_out": 0, "spans": []}})
+    assert "in work the loop does between two steps" in d["message"]
+    assert "an evaluation's step compiled with tf.function" in d["fix"]
+
+
 def record() -> None:
     """Record the two scripts run with options (``python -m tests.test_corpus_findings``; the
     others: ``python -m tests.recorded --script``)."""

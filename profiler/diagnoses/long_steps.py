@@ -129,10 +129,50 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
         if f.get("framework") in ("tf2", "keras")
         else ""
     )
+    what, fix = _what_and_fix(kept, script)
+    f["long_what"], f["long_fix"] = what, fix.format(long_cheaper=f["long_cheaper"])
 
 
 #: The phases whose steps run as the script's own (the timed window is uninstrumented).
 QUIET = ("", "timed")
+
+#: Where the long steps are not the ends of the loop's passes: work between two steps.
+BETWEEN = (
+    "in work the loop does between two steps once in a while (an evaluation, a checkpoint, "
+    "logging, an epoch's data set-up), not in the steps"
+)
+BETWEEN_FIX = (
+    "Find what the loop runs at those steps (at an epoch's end, every N steps): run it less "
+    "often or on fewer samples, and make it cheaper{long_cheaper}; a faster training step does "
+    "not change it."
+)
+#: Where every one ended a pass over the steps' loop: the loop's own end.
+PASS_END = (
+    "each the last step of a pass over the steps' loop: it holds the loop's end, the time its "
+    "iterable takes to run out ({ends}), not the steps' work nor work between the passes"
+)
+PASS_END_DATA = "a tf.data iterator's last next() at the epoch's end, which waits for the pipeline"
+PASS_END_OTHER = "a generator's or a loader's end"
+PASS_END_FIX_DATA = (
+    "Iterate one stream across the epochs instead of a new pass each epoch: "
+    "it = iter(ds.repeat()) once, then itertools.islice(it, batches_per_epoch) (or next(it)) "
+    "each epoch, so no pass has to run out; a faster training step does not change it."
+)
+PASS_END_FIX_OTHER = (
+    "Find what the loop's iterable does when it runs out (a loader's workers stopping, a file "
+    "closing, a generator's clean-up) and make it cheaper, or iterate one stream across the "
+    "passes; a faster training step does not change it."
+)
+
+
+def _what_and_fix(kept: list[dict[str, Any]], script: Mapping[str, Any]) -> tuple[str, str]:
+    """What the long steps hold and the fix: the loop's end where every one ended a pass over
+    it (``pass_end``), else work between two steps."""
+    if not kept or not all(r.get("pass_end") for r in kept):
+        return BETWEEN, BETWEEN_FIX
+    if script.get("pipelines"):
+        return PASS_END.format(ends=PASS_END_DATA), PASS_END_FIX_DATA
+    return PASS_END.format(ends=PASS_END_OTHER), PASS_END_FIX_OTHER
 
 
 def _where(at: list[int]) -> str:
@@ -166,17 +206,15 @@ RULES: tuple[Rule, ...] = (
             "long_us",
             "long_where",
             "long_cheaper",
+            "long_what",
+            "long_fix",
         ),
         when=lambda f: f["long_pct"] >= LONG_PCT and not _other_finding(f),
         message="{label}: {long_how} {long_each_ms:,.0f} ms more than a {long_base_us:,.0f} µs "
         "step around it "
         "({long_factor:,.0f}× it; {long_where}): "
-        "{long_pct:.0f}% of the loop's time, in work the loop does between two steps once in a "
-        "while (an evaluation, a checkpoint, logging, an epoch's data set-up), not in the "
-        "steps.",
-        fix="Find what the loop runs at those steps (at an epoch's end, every N steps): run it "
-        "less often or on fewer samples, and make it cheaper{long_cheaper}; a faster training "
-        "step does not change it.",
+        "{long_pct:.0f}% of the loop's time, {long_what}.",
+        fix="{long_fix}",
         cost="long_us",
     ),
 )

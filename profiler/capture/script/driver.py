@@ -36,7 +36,7 @@ import itertools
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -363,6 +363,9 @@ class StepDriver:
         #: Every step's end (8 bytes a step, up to ``ENDS_MAX``): the run's step times outside
         #: the windows too (``blocks``).
         self.ends = _Ends()
+        #: The steps that ended a pass over the steps' loop (its iterable ran out, or the
+        #: script left it), up to ``PASS_ENDS_MAX``: where a long step holds the loop's end.
+        self.pass_ends: list[int] = []
         self.last_ns = 0
         self.open: Any = None
         self.detectors: dict[str, Detector] = {}
@@ -423,6 +426,8 @@ class StepDriver:
     def left_loop(self) -> None:
         """The script left the steps' loop (its last step ended): a variant on for the steps
         is turned off until the loop runs again (``held``)."""
+        if len(self.pass_ends) < PASS_ENDS_MAX:
+            self.pass_ends.append(self.done - 1)
         held = self.held
         if held is not None and not self.paused:
             self.paused = True
@@ -759,6 +764,8 @@ LONG_FACTOR = 5.0
 LONG_MIN_NS = 20_000_000
 #: At most this many long steps are recorded (the longest kept).
 LONG_MAX = 200
+#: Pass ends kept (a step loop inside an epoch loop ends once an epoch).
+PASS_ENDS_MAX = 10_000
 
 
 def long_steps(
@@ -768,12 +775,14 @@ def long_steps(
     runner_ns: Sequence[int],
     edges: Sequence[int],
     held: Mapping[str, tuple[int, int]],
+    pass_ends: Collection[int] = (),
 ) -> dict[str, Any]:
     """The run's long steps from ``first_step`` on, over every step the script ran (windows or
     not): ``steps``, each with ``step``, ``us``, ``median_us`` (its tenth of the run's median
-    step) and ``phase`` (the phase that held it, "" for none: its time may be inflated by the
-    instrument); ``left_out``: the steps after the warm-up not looked at. Left out: the steps
-    next to a phase's switch (``edges``: within one step of each), those during which the
+    step), ``phase`` (the phase that held it, "" for none: its time may be inflated by the
+    instrument) and ``pass_end`` where it ended a pass over the steps' loop (``pass_ends``: it
+    holds the loop's end); ``left_out``: the steps after the warm-up not looked at. Left out:
+    the steps next to a phase's switch (``edges``: within one step of each), those during which the
     runner did its own work (``runner_ns``: the windows' gaps' start times), and those the
     what-ifs held (their variants compile and run another loop)."""
     n = len(ends)
@@ -785,6 +794,7 @@ def long_steps(
     runner = sorted(runner_ns)
     near = {b + k for b in edges for k in (-1, 0, 1)}
     skip = near | {i for name, (a, e) in held.items() if name == "whatif" for i in range(a, e)}
+    ended = set(pass_ends)
     rows: list[dict[str, Any]] = []
     left = 0
     for b in range(0, n, size):
@@ -801,14 +811,15 @@ def long_steps(
             if d < LONG_FACTOR * med or d - med < LONG_MIN_NS:
                 continue
             phase = next((name for name, (a, e) in held.items() if a <= i < e), "")
-            rows.append(
-                {
-                    "step": i,
-                    "us": round(d / 1e3, 1),
-                    "median_us": round(med / 1e3, 1),
-                    "phase": phase,
-                }
-            )
+            row: dict[str, Any] = {
+                "step": i,
+                "us": round(d / 1e3, 1),
+                "median_us": round(med / 1e3, 1),
+                "phase": phase,
+            }
+            if i in ended:
+                row["pass_end"] = True
+            rows.append(row)
     if len(rows) > LONG_MAX:
         keep = sorted(rows, key=lambda r: -r["us"])[:LONG_MAX]
         rows = sorted(keep, key=lambda r: r["step"])

@@ -664,7 +664,13 @@ class ScriptRun:
             # The memory probes' own work (from their thread, holding the interpreter's lock).
             runner += self.memory.probe_ns
         return long_steps(
-            d.first_start_ns, d.ends.values, out.warmup.n_steps, runner, edges, out.held
+            d.first_start_ns,
+            d.ends.values,
+            out.warmup.n_steps,
+            runner,
+            edges,
+            out.held,
+            d.pass_ends,
         )
 
     def _count(self) -> str:
