@@ -149,19 +149,22 @@ BETWEEN_FIX = (
 #: Where every one ended a pass over the steps' loop: the loop's own end.
 PASS_END = (
     "each the last step of a pass over the steps' loop: it holds the loop's end, the time its "
-    "iterable takes to run out ({ends}), not the steps' work nor work between the passes"
+    "iterable takes to run out ({ends}), or what the loop's body does at a pass's last "
+    "iteration only, not work between the passes"
 )
 PASS_END_DATA = "a tf.data iterator's last next() at the epoch's end, which waits for the pipeline"
 PASS_END_OTHER = "a generator's or a loader's end"
 PASS_END_FIX_DATA = (
     "Iterate one stream across the epochs instead of a new pass each epoch: "
     "it = iter(ds.repeat()) once, then itertools.islice(it, batches_per_epoch) (or next(it)) "
-    "each epoch, so no pass has to run out; a faster training step does not change it."
+    "each epoch, so no pass has to run out; if the loop's body does more at a pass's last batch "
+    "(an evaluation there), run that less often; a faster training step does not change it."
 )
 PASS_END_FIX_OTHER = (
     "Find what the loop's iterable does when it runs out (a loader's workers stopping, a file "
     "closing, a generator's clean-up) and make it cheaper, or iterate one stream across the "
-    "passes; a faster training step does not change it."
+    "passes; if the loop's body does more at a pass's last iteration (an evaluation there), "
+    "run that less often; a faster training step does not change it."
 )
 
 
