@@ -442,8 +442,12 @@ def run_workload_process(
         final = replace(trace, script=script)
         outcome = replace(outcome, trace=final)
         # The trace the run is analysed from, the repeats' phases and the script's record with
-        # them: re-analysing the run's folder gives the run's answer again.
-        final.save(wdir / MODEL_FILE)
+        # them: re-analysing the run's folder gives the run's answer again. A write that fails
+        # (a full disk) leaves the first run's trace there; the run goes on.
+        try:
+            final.save(wdir / MODEL_FILE)
+        except OSError:
+            pass
     return outcome
 
 
