@@ -590,7 +590,9 @@ def test_steps_far_slower_than_planned_end_the_timed_window_and_every_phase_runs
     assert plan["sampled"]["step_us"] > 20 * plan["timed"]["step_us"], plan
     for name in ("sampled", "lines", "whatif"):
         assert phase(w, name)["status"] == "ok", phase(w, name)
-    # The first run of the script measured past its cut window (beside other work, a re-run may
-    # take the last phases).
+    # The first run of the script measured its cut window; beside other work a re-run may take
+    # the later phases (two clean clones in a row: the first run's sampled phase starved of a
+    # core, taken by the second run; every phase ok above either way).
     runs = w["script"].get("runs") or [{"measured": ["timed", "sampled"]}]
-    assert {"timed", "sampled"} <= set(runs[0]["measured"]), runs
+    assert "timed" in runs[0]["measured"], runs
+    assert {"sampled", "lines", "whatif"} <= {m for r in runs for m in r["measured"]}, runs
