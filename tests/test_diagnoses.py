@@ -1148,3 +1148,18 @@ def test_kernels_slowed_by_python_batches_beside_them_are_not_called_compute_bou
     assert "compute_bound" in {d.rule for d in evaluate(performance.RULES, "workload", [f])}
     f.update(gen_step_pct=47.0, input_pct=5.0)
     assert "compute_bound" not in {d.rule for d in evaluate(performance.RULES, "workload", [f])}
+
+
+def test_every_fix_measured_by_a_whatif_names_a_rule_and_whatifs_that_exist() -> None:
+    """``WHATIF_FOR`` joins rule ids to what-if ids by string: a renamed rule or what-if would
+    silently lose the fix's measurement on the user's loop."""
+    from profiler.capture import whatifs
+    from profiler.diagnoses import job, memory
+    from profiler.diagnoses.performance import RULES, WHATIF_FOR
+
+    rule_ids = {r.id for r in (*RULES, *job.RULES)}
+    assert set(WHATIF_FOR) <= rule_ids, set(WHATIF_FOR) - rule_ids
+    known = set(whatifs.ids())
+    named = {w for ids in (*WHATIF_FOR.values(), *memory.WHATIF_FOR_CAUSE.values()) for w in ids}
+    assert named <= known, named - known
+    assert len(known) == len(whatifs.ids())
