@@ -491,6 +491,8 @@ for i in range(600):
     disc.train_on_batch(real, ones)
     disc.train_on_batch(fake, zeros)
     disc.train_on_batch(real, ones)
+    if i % 50 == 0:  # sample images now and then, as GANs' scripts do
+        gen.predict(np.random.rand(25, 16).astype("float32"), verbose=0)
 """
 
 
@@ -498,7 +500,8 @@ for i in range(600):
 def test_a_predict_once_every_three_steps_is_measured_over_groups_of_three(tmp_path: Path):
     # A GAN's generator.predict once an iteration of three train_on_batch steps: each block's
     # figure is the mean of each group of 3 steps, so each holds one predict (a block's median
-    # step held none, and the what-if measured no change).
+    # step held none, and the what-if measured no change). The extra call at the first
+    # iteration made 3 calls in the warm-up's 5 steps: read as once a step, the group was 1.
     script = write(tmp_path, "gan_iteration.py", GAN_ITERATION)
     w, found, _ = _whatifs(tmp_path, "--max-steps", "900", "--phases", "timed,whatif", str(script))
     x = found["predict_direct"]

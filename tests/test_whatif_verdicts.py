@@ -482,3 +482,22 @@ def test_a_saving_under_two_percent_of_the_step_is_said_apart_not_as_a_fix() -> 
     summary["workloads"][0]["whatif"] = [big]
     (card,) = focus_view.focus(summary, answered=False)
     assert [x["title"] for x in card["whatifs"]] == ["BLAS on one thread"]
+
+
+@pytest.mark.parametrize(
+    ("at_steps", "period"),
+    [
+        # A GAN's predict before each iteration of 3 steps, and one more for sample images at
+        # the first: the warm-up's 3 calls in 5 steps.
+        ([0, 3, 3], 3),
+        ([0, 3, 3, 6, 9, 12], 3),
+        # Calls inside each step (a predict per sample), and a call before the steps.
+        ([0, 1, 1, 2, 3, 4], 1),
+        ([0, 0, 0], None),
+        ([], None),
+    ],
+)
+def test_a_calls_period_is_the_steps_between_the_steps_that_made_calls(at_steps, period) -> None:
+    from profiler.capture.whatifs_calls import period as period_of
+
+    assert period_of(at_steps) == period

@@ -18,6 +18,7 @@ ends, so the growth finding can say whether the direct call stops the growth.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -59,6 +60,17 @@ def _rows(x: Any) -> int | None:
     return int(sizes.pop()) if len(sizes) == 1 and None not in sizes else None
 
 
+def period(at_steps: list[int]) -> int | None:
+    """The steps between a call and the next, from the steps done at each call: the median
+    gap between the steps that made calls (a GAN's ``generator.predict`` once an iteration of
+    three ``train_on_batch`` steps: 3, where its warm-up's 3 calls in 5 steps, its first
+    iteration's and an extra one for sample images among them, read once a step and the blocks'
+    median steps held no call). None before two steps made calls."""
+    made = sorted(set(at_steps))
+    gaps = sorted(b - a for a, b in itertools.pairwise(made))
+    return max(1, gaps[len(gaps) // 2]) if gaps else None
+
+
 def predict_direct(driver: StepDriver) -> Variant | str:
     """The loop's ``model.predict(x)`` calls answered by ``model(x, training=False)``."""
     calls = driver.facts.keras_calls.get("predict")
@@ -68,14 +80,14 @@ def predict_direct(driver: StepDriver) -> Variant | str:
     # Fewer calls than steps (a GAN's generator.predict once an iteration of three
     # train_on_batch steps): the blocks' figures are the mean of each group of that many
     # steps, so each holds its call (a block's median step held none: "no change").
-    group = 1
-    if calls.calls / done < MIN_PER_STEP:
-        group = round(done / calls.calls)
-        if group > MAX_GROUP:
-            return (
-                f"model.predict was called {calls.calls} times in {done} steps: once every "
-                f"{group} steps or less (the what-if's blocks would not reach it)"
-            )
+    group = period(calls.at_steps) or (
+        round(done / calls.calls) if calls.calls / done < MIN_PER_STEP else 1
+    )
+    if group > MAX_GROUP:
+        return (
+            f"model.predict was called {calls.calls} times in {done} steps: once every "
+            f"{group} steps or less (the what-if's blocks would not reach it)"
+        )
     import numpy as np
     import tensorflow as tf
 

@@ -42,6 +42,7 @@ from typing import Any
 
 from profiler.capture import tf_internals
 from profiler.capture.script.driver import (
+    AT_STEPS_MAX,
     FEED_CHECKS,
     FunctionStats,
     KerasCalls,
@@ -298,6 +299,8 @@ def _blocked(fn: Callable[..., Any], driver: StepDriver, name: str) -> Callable[
                 if stats is None:
                     stats = d.facts.keras_calls[name] = KerasCalls()
                 stats.calls += 1
+                if len(stats.at_steps) < AT_STEPS_MAX:
+                    stats.at_steps.append(d.done)
                 took = clock() - t0
                 stats.ns += took
                 if in_steps:

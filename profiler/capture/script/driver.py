@@ -91,6 +91,10 @@ class Detector:
     calls: int = 0
 
 
+#: The calls whose step counts ``KerasCalls.at_steps`` keeps.
+AT_STEPS_MAX = 64
+
+
 @dataclass
 class KerasCalls:
     """One Keras method's calls outside the steps (``predict`` per sample in a loop ...)."""
@@ -103,6 +107,9 @@ class KerasCalls:
     #: Of ``ns``: the calls made once the steps had begun (a GAN's ``predict`` between its
     #: ``train_on_batch`` steps is inside them, and their time is no per-call cost of the step).
     in_steps_ns: int = 0
+    #: The steps done when each of the first ``AT_STEPS_MAX`` calls was made: a call's period
+    #: in steps (``profiler.capture.whatifs_calls``), not the warm-up's few calls per step.
+    at_steps: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
