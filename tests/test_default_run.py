@@ -15,6 +15,7 @@ steps run TensorFlow kernels, which the framework phase must measure.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -342,3 +343,41 @@ def test_a_numpy_loop_of_a_few_microseconds_is_chosen_as_the_steps(tmp_path: Pat
     # Its iterations in the watcher's first 0.25 s are not steps (~55,000 of 300,000).
     assert 150_000 < w["script"]["steps"] <= 300_000, w["script"]["steps"]
     assert w["step_time"]["median_us"] < 50, w["step_time"]
+
+
+def test_what_ifs_with_no_room_are_measured_in_a_later_run_beside_the_first_runs() -> None:
+    """A short fit's first run measured one what-if of three: the next run skips it and
+    measures the others, and the record holds all of them (an LSTM's 126 steps)."""
+    from profiler.capture.phases import whatif as phase
+    from profiler.model import OK, PhaseRecord, Segment, WorkDecl, WorkloadTrace
+    from profiler.model.records import WhatIfData, WhatIfResult
+    from profiler.model.trace import Window
+    from profiler.processes import launch
+
+    def traced(p: PhaseRecord) -> WorkloadTrace:
+        warmup = Window("warmup", (Segment(0, (1_000, 2_000)),))
+        return WorkloadTrace("s", {}, WorkDecl(1, 1, 1, 1, 1), 0, warmup, phases=(p,))
+
+    def result(id_: str) -> WhatIfResult:
+        return WhatIfResult(id_, id_, (), True, "", OK, 4, (1, 1), (1, 1))
+
+    none = ("tf1_callable", "no session.run step")
+    first = PhaseRecord(
+        "whatif", OK, missed=True, artefacts=("a",),
+        data=WhatIfData((result("keras_jit"),), (("keras_steps_4", phase.NO_ROOM), none)),
+    )  # fmt: skip
+    trace = traced(first)
+    assert launch._measured(trace) == {phase.SKIP_KEY: ["keras_jit"]}
+    again = PhaseRecord(
+        "whatif", OK, missed=False, artefacts=("b",),
+        data=WhatIfData((result("keras_steps_4"),), (none,)),
+    )  # fmt: skip
+    merged = launch._merge(trace, traced(again), 1)
+    (p,) = merged.phases
+    assert [x.id for x in p.data.results] == ["keras_jit", "keras_steps_4"]
+    assert p.data.not_run == (none,) and not p.missed
+    assert p.artefacts == ("a", "repeat-1/b") and "repeat 1" in p.reason
+    # A later run that measured nothing more leaves the record as it was: no run after it.
+    empty = replace(again, status="skipped", missed=True, data=WhatIfData((), (none,)))
+    same = launch._merge(trace, traced(empty), 2)
+    assert same.phases[0] is first

@@ -501,3 +501,16 @@ def test_a_calls_period_is_the_steps_between_the_steps_that_made_calls(at_steps,
     from profiler.capture.whatifs_calls import period as period_of
 
     assert period_of(at_steps) == period
+
+
+def test_a_what_if_keeps_the_steps_of_the_later_ones_only_as_far_as_they_fit() -> None:
+    """The what-ifs run in their order; steps left short, the first keeps its fewest and the
+    later ones get what remains, in their order (a 126-step fit measured steps_per_execution=16
+    alone: XLA, first, had left its room to the two after it)."""
+    from profiler.capture.phases.whatif import _kept_for_later
+
+    # 120 steps left; this one needs 40 at the fewest; the later two plan 100 and 50.
+    assert _kept_for_later(120, 40, [100, 50]) == 0
+    assert _kept_for_later(120, 40, [50, 100]) == 50
+    assert _kept_for_later(400, 40, [100, 50]) == 150
+    assert _kept_for_later(None, 40, [100, 50]) == 150

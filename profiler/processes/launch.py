@@ -39,9 +39,11 @@ from profiler.capture import memory as memory_capture
 from profiler.capture import quiet
 from profiler.capture.loop import Params, WorkloadSpec
 from profiler.capture.phases import sampled
+from profiler.capture.phases import whatif as whatif_phase
 from profiler.capture.script.spec import ScriptSpec
 from profiler.capture.worker import MODEL_FILE, WorkerSpec
 from profiler.model import FAILED, OK, PARTIAL, TIMEOUT, PhaseRecord, WorkloadTrace
+from profiler.model.records import WhatIfData
 from profiler.processes import crash, orphans, rerun, rundir
 from profiler.redact import known_secrets, redact_argv, redact_text
 
@@ -403,7 +405,7 @@ def run_workload_process(
             ),
             file=sys.stderr,
         )
-        again = later(r, missing, {**extra, "expected_steps": expected})
+        again = later(r, missing, {**extra, "expected_steps": expected, **_measured(merged)})
         last_wall_ns = again.wall_ns
         runs.append(_run_facts(again.trace, r, again.wall_ns))
         if again.trace is None or again.status != OK:
@@ -469,7 +471,11 @@ def _merge(first: WorkloadTrace, again: WorkloadTrace, repeat: int) -> WorkloadT
         new = got.get(p.name)
         # A phase missed or too thin to be right is taken from the new run where that one
         # measured it right, or on more steps.
-        if p.missed and p.name == "sampled" and p.status == OK and new is not None and _ok(new):
+        if p.missed and p.name == "whatif" and new is not None and _whatifs(p) and _whatifs(new):
+            # The what-ifs the first had no room for, measured in this run, beside its own.
+            moved = replace(new, artefacts=tuple(f"repeat-{repeat}/{a}" for a in new.artefacts))
+            p = _whatifs_merged(p, moved, repeat)
+        elif p.missed and p.name == "sampled" and p.status == OK and new is not None and _ok(new):
             # Samples add up across runs of the same steps: a short loop's few are merged.
             moved = replace(new, artefacts=tuple(f"repeat-{repeat}/{a}" for a in new.artefacts))
             p = sampled.combine(p, moved, f"samples of repeat {repeat} added")
@@ -485,6 +491,38 @@ def _merge(first: WorkloadTrace, again: WorkloadTrace, repeat: int) -> WorkloadT
     # Every run's reference blocks: a phase taken from this run is compared with its own.
     refs = tuple(replace(b, repeat=repeat) for b in again.references)
     return replace(first, phases=tuple(phases), references=first.references + refs)
+
+
+def _whatifs(p: PhaseRecord) -> tuple[Any, ...]:
+    """The what-ifs a what-if phase's record measured."""
+    return tuple(getattr(p.data, "results", ()) or ())
+
+
+def _measured(trace: WorkloadTrace) -> dict[str, Any]:
+    """For a later run: the what-ifs this trace measured already (that run measures the rest)."""
+    p = next((p for p in trace.phases if p.name == "whatif"), None)
+    done = [x.id for x in _whatifs(p)] if p is not None else []
+    return {whatif_phase.SKIP_KEY: done} if done else {}
+
+
+def _whatifs_merged(first: PhaseRecord, again: PhaseRecord, repeat: int) -> PhaseRecord:
+    """A what-if phase's record with the what-ifs a later run measured added to the first's
+    (that run skipped the first's); still missed while one had no room in either."""
+    more = again.data
+    results = (
+        *_whatifs(first),
+        *(x for x in _whatifs(again) if x.id not in {y.id for y in _whatifs(first)}),
+    )
+    ran = {x.id for x in results}
+    not_run = tuple((k, why) for k, why in getattr(more, "not_run", ()) if k not in ran)
+    note = f"what-ifs measured in repeat {repeat} of the script too"
+    return replace(
+        first,
+        data=WhatIfData(results=results, not_run=not_run),
+        missed=again.missed,
+        artefacts=first.artefacts + again.artefacts,
+        reason=f"{first.reason}; {note}" if first.reason else note,
+    )
 
 
 def _rebase(trace: WorkloadTrace, repeat: int) -> WorkloadTrace:
