@@ -88,6 +88,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         "units_per_step": k,
     }
     script = trace.script or {}
+    f["compute_fix"] = _compute_fix(script.get("dtype_policy"))
     fit_call = script.get("fit") or {}
     if fit_call.get("steps_per_epoch") == 1 and (fit_call.get("epochs") or 0) > 1:
         f["one_batch_epochs"] = int(fit_call["epochs"])
@@ -796,6 +797,34 @@ def _boundary_calls(trace: Any, boundaries: int, excess_ns: float) -> tuple[str,
     return None
 
 
+#: A compute-bound step's advice; a script already in mixed precision is told what that
+#: policy does on this device instead.
+COMPUTE_FIX = (
+    "There is little overhead to remove: a faster step needs less arithmetic (a smaller model "
+    "or input, fewer or smaller batches) or faster kernels (more cores; XLA with "
+    "jit_compile=True or mixed precision: try each on this loop and keep it only if the step "
+    "is faster, as on a CPU either can be slower)."
+)
+
+
+def _compute_fix(policy: str | None) -> str:
+    """``COMPUTE_FIX``, or for a script whose Keras dtype policy is a mixed one, what to
+    measure against it (the mixed-precision guide's Dense(4096) model under mixed_float16 ran
+    1.2-1.3x slower than float32 on this CPU, mixed_bfloat16 2x faster, measured without the
+    profiler)."""
+    if not policy or not policy.startswith("mixed_"):
+        return COMPUTE_FIX
+    other = "mixed_bfloat16" if policy == "mixed_float16" else "mixed_float16"
+    return (
+        f"The script runs Keras's {policy} policy: its speed-up is a GPU's (or a CPU's with "
+        f"native {policy.removeprefix('mixed_')} arithmetic); on a CPU without it the kernels "
+        "convert and can be slower than float32. Time a few hundred steps with "
+        "keras.mixed_precision.set_global_policy('float32') and with "
+        f"'{other}' against this one, and keep the fastest; beyond that, a faster step needs "
+        "less arithmetic or XLA (jit_compile=True: measure it too)."
+    )
+
+
 def _compute_facts(f: dict[str, Any], trace: Any) -> None:
     """The kernels' share, the top kernels, and (where counted) the rate against the peak."""
     fw = trace.data("framework")
@@ -1399,6 +1428,7 @@ RULES: tuple[Rule, ...] = (
             "compute_us",
             "compute_pct",
             "top_kernels",
+            "compute_fix",
             "gflops",
             "peak_gflops",
             "peak_pct",
@@ -1411,16 +1441,13 @@ RULES: tuple[Rule, ...] = (
         "{step_us:,.0f} µs step ({compute_pct:.0f}%), {step_flops:,} flops at "
         "{gflops:,.1f} GFLOP/s, {peak_pct:.0f}% of this machine's {peak_gflops:,.0f} GFLOP/s "
         "float32 matmul; the top kernels are {top_kernels}.",
-        fix="There is little overhead to remove: a faster step needs less arithmetic (a "
-        "smaller model or input, fewer or smaller batches) or faster kernels (more cores; XLA "
-        "with jit_compile=True or mixed precision: try each on this loop and keep it only if "
-        "the step is faster, as on a CPU either can be slower).",
+        fix="{compute_fix}",
         cost="compute_us",
     ),
     Rule(
         id="compute_bound",
         subject="workload",
-        needs=("label", "step_us", "compute_us", "compute_pct", "top_kernels"),
+        needs=("label", "step_us", "compute_us", "compute_pct", "top_kernels", "compute_fix"),
         # Compute-bound means the model's arithmetic: kernels mostly for something else
         # (summaries, checkpoints, input) are that finding instead.
         when=lambda f: (
@@ -1434,10 +1461,7 @@ RULES: tuple[Rule, ...] = (
         ),
         message="{label} is compute-bound: kernels take {compute_us:,.0f} µs of each "
         "{step_us:,.0f} µs step ({compute_pct:.0f}%); the top kernels are {top_kernels}.",
-        fix="There is little overhead to remove: a faster step needs less arithmetic (a "
-        "smaller model or input, fewer or smaller batches) or faster kernels (more cores; XLA "
-        "with jit_compile=True or mixed precision: try each on this loop and keep it only if "
-        "the step is faster, as on a CPU either can be slower).",
+        fix="{compute_fix}",
         cost="compute_us",
     ),
     Rule(

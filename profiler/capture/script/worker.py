@@ -607,6 +607,7 @@ class ScriptRun:
             "blocks": self.step_blocks(out),
             "long_steps": self.long_steps(out),
             "functions_eagerly": _functions_eagerly(),
+            "dtype_policy": _dtype_policy(d.facts.model),
             "fit": {
                 k: v
                 for k, v in d.facts.fit.items()
@@ -746,6 +747,20 @@ def _functions_eagerly() -> bool | None:
         return bool(tf.config.functions_run_eagerly())
     except Exception:  # a TensorFlow without it
         return None
+
+
+def _dtype_policy(model: Any) -> str | None:
+    """Keras's dtype policy where it is not plain float32: the model's (``mixed_float16``,
+    ``mixed_bfloat16`` ...), else the global one; None without Keras or for float32."""
+    keras = sys.modules.get("keras")
+    if keras is None:
+        return None
+    try:
+        policy = getattr(model, "dtype_policy", None) or keras.mixed_precision.global_policy()
+        name = str(getattr(policy, "name", "") or "")
+    except Exception:  # a Keras without mixed precision
+        return None
+    return name if name and name != "float32" else None
 
 
 def ast_docstring(src: source.Source) -> str | None:
