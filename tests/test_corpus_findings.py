@@ -455,7 +455,9 @@ def test_long_steps_count_at_their_period_the_instrumented_windows_included() ->
     each = 1_083_000.0 - 16_240.0
     assert h["long_pct"] == pytest.approx(100 * each / (487 / 2 * 16_240.0 + each))
     (d,) = evaluate(rules.RULES, "workload", [h])
-    assert d.message.startswith("s.py: 2 steps of the run, at no period, each took 1,067 ms more")
+    assert d.message.startswith(
+        "s.py: 2 steps of the run, too few to show a period, each took 1,067 ms more"
+    )
     # Counted as the loop counts its iterations: 40 were watched to find it before step 0.
     watched = {"long_steps": record, "steps": 601, "auto_step": {"watched_iterations": 40}}
     rules.long_facts(h, SimpleNamespace(script=watched, warmup=SimpleNamespace(n_steps=15)))
@@ -583,6 +585,12 @@ def test_the_steps_that_end_a_pass_over_the_loop_are_recorded_and_flagged_when_l
         (59, True),
     ]
     assert "pass_end" not in long_steps(0, ends, 0, [], [], {}, [])["steps"][0]
+    assert rec["passes"] == {"ends": 3, "length": 20}
+    # The long step after each pass's end (an evaluation between two epochs) is flagged so.
+    after = [50 * ms if i % 20 == 0 and i else ms for i in range(60)]
+    ends = array.array("q", [sum(after[: i + 1]) for i in range(60)])
+    rec = long_steps(0, ends, 0, [], [], {}, [19, 39, 59])
+    assert [(r["step"], r.get("after_pass_end")) for r in rec["steps"]] == [(20, True), (40, True)]
 
 
 def test_long_steps_that_each_end_a_pass_are_named_as_the_loops_end_not_work_between() -> None:

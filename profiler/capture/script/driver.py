@@ -826,10 +826,18 @@ def long_steps(
             }
             if i in ended:
                 row["pass_end"] = True
+            elif i - 1 in ended:
+                # The first step of a pass holds what the script ran between two passes (an
+                # evaluation and a checkpoint at each epoch's end of a custom loop).
+                row["after_pass_end"] = True
             rows.append(row)
     if len(rows) > LONG_MAX:
         keep = sorted(rows, key=lambda r: -r["us"])[:LONG_MAX]
         rows = sorted(keep, key=lambda r: r["step"])
     out["steps"], out["left_out"] = rows, left
     out["spans"] = [{"phase": name, "from": a, "to": e} for name, (a, e) in held.items()]
+    marks = sorted(ended)
+    if len(marks) >= 2:
+        gaps = sorted(b - a for a, b in itertools.pairwise(marks))
+        out["passes"] = {"ends": len(marks), "length": gaps[len(gaps) // 2]}
     return out
