@@ -461,6 +461,7 @@ def _whatif_obj(w: Any) -> dict[str, Any]:
         "removes": list(w.removes),
         "removes_share": round(w.removes_share, 4),
         "group": w.group,
+        "block_mean": w.block_mean,
         "keeps_results": w.keeps_results,
         "results_note": w.results_note,
         "results_check": w.results_check,

@@ -91,6 +91,8 @@ class WhatIf:
     grew_per_step: tuple[float, float] | None = None
     grew_range: tuple[tuple[float, float], tuple[float, float]] | None = None
     grew_blocks: int = 0
+    #: Its blocks' figures are their mean steps (``WhatIfResult.block_mean``).
+    block_mean: bool = False
 
     @property
     def saves(self) -> bool:
@@ -145,6 +147,7 @@ def analyse(data: WhatIfData | None, att: Attribution | None, units: int = 1) ->
                 removes=r.removes,
                 removes_share=r.removes_share,
                 group=r.group,
+                block_mean=r.block_mean,
                 keeps_results=r.keeps_results,
                 results_note=r.results_note,
                 results_check=r.results_check,

@@ -29,6 +29,9 @@ class Variant:
     #: The share of ``removes`` it removes, and the steps it runs as one (``WhatIfResult``).
     share: float = 1.0
     group: int = 1
+    #: Each block's figure is its mean step, not its median: a fix whose effect is in the slow
+    #: steps (BLAS threads waiting for each other on a busy machine's cores).
+    block_mean: bool = False
     #: Whether it is fully off (a group cut short finishes its calls first).
     settled: Callable[[], bool] = lambda: True
 

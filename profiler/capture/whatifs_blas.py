@@ -75,7 +75,11 @@ def numpy_blas_one_thread() -> Variant | str:
             except Exception as exc:
                 variant.errors.append(error_line(exc))
 
-    variant = Variant(NUMPY_BLAS_ONE, TITLE, (), True, RESULTS_NOTE, on, off)
+    # Threads waiting for a core make some steps several times longer, not every step a little:
+    # a softmax classifier's 5,000 full-batch steps beside a busy process held 84% of their
+    # time in steps over 3x the median, and the blocks' median steps read no gain where one
+    # thread halved the loop (measured without the profiler). Each block is its mean step.
+    variant = Variant(NUMPY_BLAS_ONE, TITLE, (), True, RESULTS_NOTE, on, off, block_mean=True)
     variant.check = (
         f"numpy's BLAS ({', '.join(sorted({c.internal_api for c in blas.lib_controllers}))}) "
         f"ran {threads} threads as written, one in the variant's blocks"

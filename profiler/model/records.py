@@ -456,6 +456,7 @@ class WhatIfResult:
             1 - 1/k, one call in k left).
         group: steps the variant runs as one (``keras_steps_k``: k batches per call); each
             block is whole groups and its figure the median of the groups' mean step.
+        block_mean: each block's figure is its mean step (its slow steps in it), not its median.
         baseline_grew, variant_grew: the process's resident bytes gained over each block
             (negative when it gave memory back), in the order run; empty where resident
             memory cannot be read. A fix for a growing loop shows its growth stop here.
@@ -476,6 +477,7 @@ class WhatIfResult:
     group: int = 1
     baseline_grew: tuple[int, ...] = ()
     variant_grew: tuple[int, ...] = ()
+    block_mean: bool = False
 
 
 @dataclass(frozen=True, slots=True)

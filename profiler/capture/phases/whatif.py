@@ -261,7 +261,8 @@ class WhatIfPhase(Phase):
                         grew[on].append(after - before)
                     durs = _groups(durs, v.group)
                     if durs:
-                        (var if on else base).append(median_ns(durs))
+                        figure = sum(durs) // len(durs) if v.block_mean else median_ns(durs)
+                        (var if on else base).append(figure)
                     if ended or v.errors:
                         break
                 if ended or v.errors:
@@ -291,6 +292,7 @@ class WhatIfPhase(Phase):
                 results_check=v.check,
                 removes_share=v.share,
                 group=v.group,
+                block_mean=v.block_mean,
                 baseline_grew=tuple(grew[False]),
                 variant_grew=tuple(grew[True]),
             ),
