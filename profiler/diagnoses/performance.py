@@ -636,8 +636,14 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         freq = fit.get("validation_freq") or 1
         work.append("validation" + (" every epoch" if freq == 1 else f" every {freq} epochs"))
     callbacks = [c for c in fit.get("callbacks") or [] if c not in ("History", "ProgbarLogger")]
+    ends = epoch_end_ms(fit)
     if callbacks:
-        work.append("the callbacks " + ", ".join(callbacks))
+        work.append(
+            "the callbacks "
+            + ", ".join(
+                f"{c} ({ends[c]:,.1f} ms an epoch, timed)" if c in ends else c for c in callbacks
+            )
+        )
     calls = int(fit.get("calls") or 1)
     per_call = calls > 1 and (fit.get("epochs") or 1) == 1
     f["epoch_unit"] = "fit call" if per_call else "epoch"
@@ -670,12 +676,15 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         )
     f["epoch_work"] = " and ".join(work) or "the epoch's data iterator set-up"
     split = timed is None and "epoch_instrumented_us" not in f
+    costly = {c: ms for c, ms in ends.items() if ms * 1e3 >= CALLBACK_NAMED * e.excess_ns / 1e3}
     if split and own is not None and own.excess_ns < e.excess_ns:
         # The boundary holds the validation and the next epoch's set-up: the validations'
-        # own time, where timed as written, says how much is which.
+        # own time, where timed as written, says how much is which; the callbacks' epoch
+        # ends too, timed as written (a checkpoint each epoch was "the next epoch's set-up").
+        named = "".join(f"; {c}'s epoch end, timed: {ms * 1e3:,.0f} µs" for c, ms in costly.items())
         f["epoch_what"] += (
-            f" (its validation, timed: {own.excess_ns / 1e3:,.0f} µs of it; the rest is "
-            "the next epoch's set-up)"
+            f" (its validation, timed: {own.excess_ns / 1e3:,.0f} µs of it{named}; the rest "
+            "is the next epoch's set-up)"
         )
     fixes = []
     if recompiled:
@@ -739,6 +748,8 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         if c not in VAL_WATCHERS
         and c not in CHEAP_CALLBACKS
         and not (histograms and c == "TensorBoard")
+        # Timed and cheap: not worth naming.
+        and (c not in ends or c in costly)
     ]
     if cheaper:
         # Only the callbacks the fit has (a fit with ModelCheckpoint and CSVLogger was told
@@ -754,6 +765,24 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
 
 #: Callbacks that read the validation loss at each epoch's end.
 VAL_WATCHERS = frozenset({"EarlyStopping", "ReduceLROnPlateau"})
+#: A callback whose epoch end takes this share of the boundary's excess is named with its time.
+CALLBACK_NAMED = 0.05
+
+
+def epoch_end_ms(fit: Mapping[str, Any]) -> dict[str, float]:
+    """Each of the script's callbacks' median epoch end (ms) as written (``fit.epoch_ends``:
+    those a phase instrumented or altered left out, and the first, which may trace or create a
+    file), by class name."""
+    by: dict[str, list[float]] = {}
+    seen: set[str] = set()
+    for name, ms, altered in fit.get("epoch_ends") or ():
+        first = name not in seen
+        seen.add(name)
+        if not altered and not first:
+            by.setdefault(str(name), []).append(float(ms))
+    return {k: sorted(v)[len(v) // 2] for k, v in by.items()}
+
+
 #: Keras's callbacks whose epoch-end work is a few lines written (CSVLogger: 0.07 ms an epoch
 #: without the profiler, against a checkpoint's 28-39 ms).
 CHEAP_CALLBACKS = frozenset({"CSVLogger", "TerminateOnNaN", "LearningRateScheduler", "History"})
