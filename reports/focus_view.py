@@ -498,7 +498,7 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
                 f"step (95%; its {best.get('pairs') or 0} pairs of blocks varied widely)"
             )
         if finding is not None and _finding_leads(finding, best, w):
-            fix = str(finding["fix"]).split(". ")[0].rstrip(".")
+            fix = _first_fix(str(finding["fix"]))
             cost = finding.get("cost_us") or 0.0
             return (
                 f"{head}; the top fix, predicted from this run's figures: {fix} (up to "
@@ -507,6 +507,8 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
         return f"{head}; the top fix, measured on your loop: {measured}."
     if finding is not None:
         fix = str(finding["fix"]).split(". ")[0].rstrip(".")
+        if not str(finding.get("rule") or "").startswith("compute_bound"):
+            fix = _first_fix(str(finding["fix"]))
         if fix and str(finding.get("rule") or "").startswith("compute_bound"):
             # Not a fix: what a step of kernels leaves (its alternatives are unmeasured).
             return f"{head}; {fix[0].lower()}{fix[1:]}."
@@ -528,6 +530,25 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
             f" at {100 * flops / compute['us'] / 1e3 / gpeak:.0f}% of this machine's measured peak"
         )
     return f"{head}; no fix found: compute is {_pct(compute)} of the step{peak}."
+
+
+def _first_fix(text: str) -> str:
+    """A finding's fix for the verdict: its first sentence, and of a list of fixes (clauses
+    joined by "; " outside brackets) the first, with how many more its finding names (a fit's
+    epoch-boundary fix, five clauses, made a 100-word verdict)."""
+    sentence = text.split(". ")[0].rstrip(".")
+    clauses, depth, start = [], 0, 0
+    for i, ch in enumerate(sentence):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth == 0 and sentence.startswith("; ", i):
+            clauses.append(sentence[start:i])
+            start = i + 2
+    clauses.append(sentence[start:])
+    if len(clauses) == 1:
+        return sentence
+    more = len(clauses) - 1
+    return f"{clauses[0]} (and {more} more {'fix' if more == 1 else 'fixes'} in its finding)"
 
 
 #: A what-if is a fix when it saves at least this share of the step as written: a BLAS

@@ -523,3 +523,18 @@ def test_a_what_if_keeps_the_steps_of_the_later_ones_only_as_far_as_they_fit() -
     assert _kept_for_later(120, 40, [50, 100]) == 50
     assert _kept_for_later(400, 40, [100, 50]) == 150
     assert _kept_for_later(None, 40, [100, 50]) == 150
+
+
+def test_the_verdict_quotes_the_first_of_a_findings_fixes_and_counts_the_rest() -> None:
+    # A fit's epoch boundary: five fixes in one sentence made a 100-word verdict.
+    fix = ("validate less often (fit(validation_freq=k)) or on fewer batches; give fit a "
+           "tf.data.Dataset built once (from_tensor_slices((x, y)); shuffled); run fewer, "
+           "longer epochs")  # fmt: skip
+    assert focus_view._first_fix(fix) == (
+        "validate less often (fit(validation_freq=k)) or on fewer batches (and 2 more fixes in "
+        "its finding)"
+    )
+    assert (
+        focus_view._first_fix("Cache after map(rotate). It runs once.") == "Cache after map(rotate)"
+    )
+    assert focus_view._first_fix("a; b") == "a (and 1 more fix in its finding)"
