@@ -411,3 +411,102 @@ def test_a_pure_python_steps_loop_over_its_points_is_named_with_its_line(tmp_pat
     (d,) = [d for d in doc["diagnoses"] if d["rule"] == "per_sample_loop"]
     assert f"runs the loop at line {_line(KMEANS, 'for i, point in')} (kmean)" in d["message"]
     assert "Vectorise the loop at line" in d["fix"]
+
+
+CNN = """
+import numpy as np
+
+
+class Softmax:
+    def backprop(self, d_out, lr):
+        for i, gradient in enumerate(d_out):
+            if gradient == 0:
+                continue
+            self.weights -= lr * gradient
+            return gradient
+
+
+class Conv:
+    def backprop(self, d_out, lr):
+        for f in range(4):
+            self.filters[f] -= lr * d_out[f]
+
+
+def train(im, label):
+    softmax.backprop(np.eye(10)[label], 0.1)
+    conv.backprop(np.ones(4), 0.1)
+
+
+softmax, conv = Softmax(), Conv()
+softmax.weights, conv.filters = np.zeros(10), np.zeros(4)
+for im, label in zip(range(3), [2, 5, 7]):
+    train(im, label)
+"""
+
+
+def test_a_loop_its_function_returns_from_ends_there_and_the_loop_driving_it_is_known(
+    tmp_path: Path,
+):
+    # A CNN from scratch (one image an iteration): the softmax layer's backprop returns from
+    # inside its loop at the label's gradient; its end was never marked, its iteration timed
+    # from that return to the next call's loop (the whole image's step), and it was taken as
+    # the steps. The image loop calls train(), whose layers' loops update the weights.
+    import ast
+
+    from profiler.capture.script import source
+
+    path = write(tmp_path, "cnn.py", CNN)
+    src = source.load(path)
+    sites = {s.line: s for s in source.mark_loops(src)}
+    lines = CNN.splitlines()
+    soft, conv, images = (
+        lines.index(x) + 1
+        for x in (
+            "        for i, gradient in enumerate(d_out):",
+            "        for f in range(4):",
+            "for im, label in zip(range(3), [2, 5, 7]):",
+        )
+    )
+    assert sites[soft].updates and sites[conv].updates
+    assert sites[images].drives and not sites[images].updates
+    assert "try:" in ast.unparse(src.tree)
+    seen: list[tuple[str, int]] = []
+    g = {
+        source.LOOP_MARK: lambda k: seen.append(("mark", sites_by_index[k])),
+        source.LOOP_END: lambda k: seen.append(("end", sites_by_index[k])),
+    }
+    sites_by_index = {s.index: s.line for s in sites.values()}
+    exec(src.compile(), g)
+    # Each call of the softmax backprop ends its loop, at its return.
+    assert seen.count(("end", soft)) == 3 and seen.count(("end", conv)) == 3
+    assert seen.count(("mark", images)) == 3 and seen[-1] == ("end", images)
+
+
+def test_a_loop_driving_short_updating_loops_is_chosen_as_the_steps(tmp_path: Path):
+    # The same CNN watched: the per-filter update loop (7 µs iterations, ending 676 times an
+    # image) against the image loop (~17 ms an iteration) that calls the layers: the image
+    # loop is the steps.
+    from profiler.capture.script import detect, source
+    from profiler.capture.script.driver import StepDriver
+    from profiler.clock import FakeClock
+
+    path = write(tmp_path, "cnn.py", CNN)
+    sites = source.mark_loops(source.load(path))
+    by_line = {s.line: s.index for s in sites}
+    lines = CNN.splitlines()
+    images = by_line[lines.index("for im, label in zip(range(3), [2, 5, 7]):") + 1]
+    conv = by_line[lines.index("        for f in range(4):") + 1]
+    clock = FakeClock(start_ns=1)
+    marks = detect.LoopMarks(StepDriver(clock), sites)
+    marks._step = lambda: None  # the choice alone: no schedule takes the steps
+    for _ in range(80):  # 80 images of 17 ms, each running the filter loop 20 times
+        marks.mark(images)
+        for _ in range(20):
+            for _ in range(4):
+                marks.mark(conv)
+                clock.advance(200_000)
+            marks.end(conv)
+        clock.advance(1_000_000)
+        if marks.decided:
+            break
+    assert marks.decided and marks.chosen == images, marks.why

@@ -350,6 +350,10 @@ class LoopSite:
     #: with a modulo inside a loop (``if n % 100 == 0: for ...``), or in a function only
     #: called so (``if n % 100 == 0: gradCheck(...)``), or inside such a loop (``periodic``).
     periodic: bool = False
+    #: Its body calls, directly or through the script's functions, a function holding a loop
+    #: that updates the model (a CNN's loop over its images calling train(), whose layers'
+    #: backprop loops update the weights per filter and per region).
+    drives: bool = False
 
 
 #: Names (identifiers, attributes, keywords; lower-cased) that mark a loop as training: anywhere
@@ -694,6 +698,20 @@ def mark_loops(src: Source) -> list[LoopSite]:
                 for inner in _statement_lists(stmt):
                     mark(inner, depth + 1, function, aliases, periodic)
                 stmt.body.insert(0, _loop_call(LOOP_MARK, k, stmt))
+                if _returns_from(stmt):
+                    # A loop its function returns from (a softmax layer's backprop returning
+                    # at its label's gradient) ends there too: its end is marked in a
+                    # ``finally``, else its iteration was timed from that return to the next
+                    # call's loop, the whole step of a CNN, and the loop chosen as the steps.
+                    guarded = ast.Try(
+                        body=[stmt],
+                        handlers=[],
+                        orelse=[],
+                        finalbody=[_loop_call(LOOP_END, k, stmt)],
+                    )
+                    stmts[i] = ast.copy_location(guarded, stmt)
+                    i += 1
+                    continue
                 stmts.insert(i + 1, _loop_call(LOOP_END, k, stmt))
                 i += 2
                 continue
@@ -701,8 +719,52 @@ def mark_loops(src: Source) -> list[LoopSite]:
                 mark(inner, inner_depth, inner_function, inner_aliases, inner_periodic)
             i += 1
 
+    graph = _call_graph(src.tree, defined)
     mark(src.tree.body, 0, "<module>")
-    return _updates_of_parameter_loops(sites, over_params)
+    sites = _updates_of_parameter_loops(sites, over_params)
+    updating = {s.function for s in sites if s.updates}
+    return [
+        replace(s, drives=True)
+        if not s.updates and s.calls and _reaches(graph, s.calls, updating)
+        else s
+        for s in sites
+    ]
+
+
+def _call_graph(tree: ast.Module, defined: set[str]) -> dict[str, set[str]]:
+    """Each of the script's functions (by name: methods of the same name merged) and the
+    script's functions it calls."""
+    graph: dict[str, set[str]] = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            called = graph.setdefault(fn.name, set())
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Call):
+                    f = n.func
+                    name = (
+                        f.id
+                        if isinstance(f, ast.Name)
+                        else f.attr
+                        if isinstance(f, ast.Attribute)
+                        else ""
+                    )
+                    if name in defined:
+                        called.add(name)
+    return graph
+
+
+def _reaches(graph: dict[str, set[str]], start: tuple[str, ...], targets: set[str]) -> bool:
+    """Whether a call chain from ``start`` reaches a function in ``targets``."""
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name in targets:
+            return True
+        if name not in seen:
+            seen.add(name)
+            todo.extend(graph.get(name, ()))
+    return False
 
 
 #: What a loop over the model's parameters iterates (``for p in self.params``, ``for w, g in
@@ -777,6 +839,21 @@ def periodic_functions(tree: ast.Module) -> set[str]:
 
     visit(tree, False, False)
     return {name for name, how in calls.items() if how and all(how)}
+
+
+def _returns_from(loop: ast.stmt) -> bool:
+    """Whether a ``return`` in the loop's body (not in a function defined there) leaves it."""
+    todo: list[ast.AST] = [loop]
+    while todo:
+        node = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Return):
+                return True
+            if not isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+            ):
+                todo.append(child)
+    return False
 
 
 def _loop_call(name: str, k: int, at: ast.AST) -> ast.stmt:
