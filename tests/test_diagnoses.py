@@ -290,6 +290,11 @@ def test_a_fit_called_once_an_iteration_is_told_of_its_calls_not_its_epochs() ->
         in (f["epoch_fix"])
     )
     assert "TensorBoard" not in f["epoch_fix"] and "CSVLogger" not in f["epoch_fix"]
+    # The dataset's batch is the fit's own (an autoencoder's batch_size=128 read .batch(32)).
+    arrays = {**fit, "calls": 1, "x_kind": "arrays", "batch_size": 128}
+    f = {}
+    performance._epoch_facts(f, SimpleNamespace(script={"fit": arrays}), wa)
+    assert ".shuffle(len(x)).batch(128).prefetch" in f["epoch_fix"]
     # Called once in all: not the boundaries'.
     calls = {"evaluate": {"calls": 1, "ms": 300.0, "samples": 512, "sized": 1}}
     f = {}

@@ -275,6 +275,16 @@ def test_a_line_whose_samples_the_typical_step_cannot_hold_is_named_as_a_few_lon
     g: dict = {"step_us": 861.0, "script_python_us": 300.0}
     step_lines.step_line_facts(g, trace)
     assert not g["hot_line_rare"] and g["hot_line_holds"].endswith("of the 861 µs step")
+    # The same few long calls in a TF2 loop's summary line (the writer flushing its queue): the
+    # summaries' fix, and no session.run (it read "between the session.run calls" and "shuffle
+    # an index array").
+    summary = "tf.summary.scalar('loss', loss, step=step)"
+    rec.lines = (LineStat("/w/cs20.py", 101, "<module>", 10, 10 * 300 * us, summary),)
+    trace.script = {"path": "/w/cs20.py", "detection": {"source": "tf_function"}}
+    h: dict = {"step_us": 861.0, "script_python_us": 11.0, "framework": "tf2"}
+    step_lines.step_line_facts(h, trace)
+    assert h["hot_line_rare"] and "beside the step's framework calls" in h["hot_line_holds"]
+    assert h["hot_line_fix"].startswith("Write the summaries or logs every N steps")
 
 
 def test_session_runs_overhead_leaves_out_the_scripts_own_python_between_the_calls() -> None:

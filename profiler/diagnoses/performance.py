@@ -730,9 +730,11 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
             if fit.get("validation_kind") == "arrays"
             else ""
         )
+        size = _int_or(fit.get("batch_size"), 32)
         fixes.append(
             "give fit a tf.data.Dataset built once, before fit (tf.data.Dataset."
-            "from_tensor_slices((x, y)).shuffle(len(x)).batch(32).prefetch(tf.data.AUTOTUNE))"
+            f"from_tensor_slices((x, y)).shuffle(len(x)).batch({size})"
+            ".prefetch(tf.data.AUTOTUNE))"
             + (f", {given}" if given else "")
             + ": from numpy arrays fit builds its input pipeline anew every epoch"
         )
@@ -767,6 +769,11 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
 VAL_WATCHERS = frozenset({"EarlyStopping", "ReduceLROnPlateau"})
 #: A callback whose epoch end takes this share of the boundary's excess is named with its time.
 CALLBACK_NAMED = 0.05
+
+
+def _int_or(v: Any, default: int) -> int:
+    """``v`` as a whole number where it is one (fit's batch size), else ``default``."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
 
 
 def epoch_end_ms(fit: Mapping[str, Any]) -> dict[str, float]:

@@ -279,15 +279,28 @@ def step_line_facts(f: dict[str, Any], trace: Any) -> None:
             if excess is not None
             else ""
         )
+        source = ((trace.script or {}).get("detection") or {}).get("source") or ""
+        between = (
+            "between the session.run calls"
+            if f.get("framework") == "tf1" or str(source).startswith("session")
+            else "beside the step's framework calls"
+        )
         f["hot_line_holds"] = (
             f"{100 * share:.0f}% of the time in the steps, in a few long calls: a typical "
             f"{f['step_us']:,.0f} µs step has {f['script_python_us']:,.0f} µs of the "
-            f"script's own Python between the session.run calls{added}"
+            f"script's own Python {between}{added}"
         )
         f["hot_line_fix"] = (
-            "Find what it does once in a while (a shuffle or copy of the whole data set each "
-            "epoch, a reload, a save) and do that on less data (shuffle an index array and "
-            "take each batch by it) or less often: its time comes in a few long calls (the "
+            # Summaries or logs every step: a writer buffers them and flushes its queue to
+            # disk now and then (a TF2 loop's tf.summary.scalar lines read "a few long calls"
+            # and were told to shuffle an index array).
+            "Write the summaries or logs every N steps (if step % N == 0, or under "
+            "tf.summary.record_if), not every step: a writer buffers them and flushes its "
+            "queue to disk in a few long calls (the slow steps)"
+            if LOGGING_LINE.search(ln.source)
+            else "Find what it does once in a while (a shuffle or copy of the whole data set "
+            "each epoch, a reload, a save) and do that on less data (shuffle an index array "
+            "and take each batch by it) or less often: its time comes in a few long calls (the "
             "slow steps), not in every step"
         )
 
