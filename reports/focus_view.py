@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from profiler.analysis.whatif import verdict_words
 from profiler.diagnoses.performance import WHATIF_FOR
 from profiler.model import CATEGORIES
 from profiler.reports import charts
@@ -729,7 +730,8 @@ def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
             f"{duration(x['variant_us'])}{speed}); "
             + (
                 f"predicted {duration(p)} ({100 * (x.get('predicted_share') or 0):.0f}% of the "
-                f"step: {removes}): {x['verdict']}"
+                f"step: {removes}): "
+                f"{verdict_words(x['verdict'], x.get('measured_saving_us'), p)}"
                 if p is not None
                 else "not predicted (what it removes spans the split's categories)"
                 if not x["removes"]

@@ -60,6 +60,15 @@ def verdict_for(
     return HOLDS if reaches else MISSES
 
 
+def verdict_words(verdict: str, measured: float | None, predicted: float | None) -> str:
+    """A verdict as said: "misses" with the side it missed on (XLA on word2vec's fit saved
+    4,949 µs a step where 308 were predicted from the executor's per-op cost: "misses" read
+    as a failed fix)."""
+    if verdict != MISSES or measured is None or predicted is None:
+        return verdict
+    return f"{verdict}: {'more' if measured > predicted else 'less'} than predicted"
+
+
 @dataclass(frozen=True)
 class WhatIf:
     """One what-if's outcome (µs per step; see the module docstring)."""

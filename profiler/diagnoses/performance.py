@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from profiler.analysis import purposes, stats
+from profiler.analysis import whatif as whatif_analysis
 from profiler.diagnoses import calls as call_rules
 from profiler.diagnoses import gc as gc_rules
 from profiler.diagnoses import input as input_rules
@@ -2091,7 +2092,8 @@ def measured_sentence(m: Any) -> str:
             f"({m.baseline_us:,.0f} -> {m.variant_us:,.0f} µs): not a fix on this loop."
         )
     pred = (
-        f"predicted {m.predicted_us:,.0f} µs: {m.verdict}"
+        f"predicted {m.predicted_us:,.0f} µs: "
+        f"{whatif_analysis.verdict_words(m.verdict, m.measured_us, m.predicted_us)}"
         if m.predicted_us is not None
         else "not predicted"
     )
