@@ -180,6 +180,15 @@ def test_another_run_only_while_it_fits_the_budget_or_as_given() -> None:
     # --repeat N: N more runs, whatever the budget; --repeat 0: none.
     assert rerun.another(2, 1, 10**6 * s, s, 1.0) and not rerun.another(2, 2, 0, 0, 1e9)
     assert not rerun.another(0, 0, 0, 0, 1e9)
+    # A run of the what-ifs alone runs no instrumented phase: an LSTM fit of 13.6 s alone took
+    # 31.5 s with every phase and 21.2 s for its what-ifs; expected at 1.6x + 5 s (26.8 s), it
+    # fits its 61 s budget, where the first run's 31.5 s did not.
+    first = int(31.5 * s)
+    assert rerun.expected_ns(["whatif"], first, 13.6) == int((1.6 * 13.6 + 5) * 1e9)
+    assert rerun.another(None, 0, first, rerun.expected_ns(["whatif"], first, 13.6), 60.8)
+    assert not rerun.another(None, 0, first, first, 60.8)
+    assert rerun.expected_ns(["whatif", "lines"], first, 13.6) == first
+    assert rerun.expected_ns(["whatif"], first, None) == first
 
 
 def test_the_final_message_names_what_is_missing_and_the_repeat_that_measures_it() -> None:

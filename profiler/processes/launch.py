@@ -388,7 +388,8 @@ def run_workload_process(
         # The phases with no measurement first: a thin one (measured, on too few steps or
         # samples) would take the steps they need, and is asked again once they have theirs.
         missing = [p.name for p in merged.phases if p.missed and p.status != OK] or missing
-        if not rerun.another(opts.script_repeat, r, outcome.wall_ns, last_wall_ns, budget_s):
+        expected_ns = rerun.expected_ns(missing, last_wall_ns, alone_s)
+        if not rerun.another(opts.script_repeat, r, outcome.wall_ns, expected_ns, budget_s):
             over_budget = opts.script_repeat is None and r < rerun.MAX_RUNS - 1
             break
         r += 1

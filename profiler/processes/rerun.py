@@ -104,6 +104,23 @@ def budget_s(alone: float) -> float:
     return max(factor * alone + extra, floor)
 
 
+#: A run measuring only the what-ifs runs the script's own steps and the what-ifs' blocks, none
+#: of the instrumented phases: at most this factor of the script's time alone, plus
+#: ``WHATIF_RUN_S`` (an LSTM fit of 13.6 s alone: its first run 31.5 s, its what-ifs' run 21.2 s;
+#: expected as long as the first, it stopped 2 s short of its 61 s budget).
+WHATIF_RUN_FACTOR = 1.6
+WHATIF_RUN_S = 5.0
+
+
+def expected_ns(missing: Sequence[str], last_ns: int, alone: float | None) -> int:
+    """How long the next run is expected to take (ns): as long as the last, or for a run of the
+    what-ifs alone, at most ``WHATIF_RUN_FACTOR`` times the script's own time plus
+    ``WHATIF_RUN_S``."""
+    if alone is None or list(missing) != ["whatif"]:
+        return last_ns
+    return min(last_ns, int((WHATIF_RUN_FACTOR * alone + WHATIF_RUN_S) * 1e9))
+
+
 def another(
     given: int | None, done: int, spent_ns: int, next_ns: int, budget: float | None
 ) -> bool:
