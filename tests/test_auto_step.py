@@ -409,8 +409,13 @@ def test_a_pure_python_steps_loop_over_its_points_is_named_with_its_line(tmp_pat
     assert not inner["candidate"] and inner["iterations"] >= 2000 and inner["mean_us"]
     doc = json.loads((only_run(tmp_path) / "summary.json").read_text())
     (d,) = [d for d in doc["diagnoses"] if d["rule"] == "per_sample_loop"]
-    assert f"runs the loop at line {_line(KMEANS, 'for i, point in')} (kmean)" in d["message"]
-    assert "Vectorise the loop at line" in d["fix"]
+    # The loop over the points first; the centroids' loop (5 iterations, each a comprehension
+    # over the points) joins it where its share reaches the bar (beside other work, once).
+    point, centroid = _line(KMEANS, "for i, point in"), _line(KMEANS, "for i, centroid in")
+    assert d["message"].count(f"runs the loop at line {point} (kmean)") or (
+        f"runs the loops at lines {point} and {centroid} (kmean)" in d["message"]
+    ), d["message"]
+    assert "Vectorise the loop" in d["fix"]
 
 
 CNN = """
