@@ -510,10 +510,8 @@ def _whatifs_merged(first: PhaseRecord, again: PhaseRecord, repeat: int) -> Phas
     """A what-if phase's record with the what-ifs a later run measured added to the first's
     (that run skipped the first's); still missed while one had no room in either."""
     more = again.data
-    results = (
-        *_whatifs(first),
-        *(x for x in _whatifs(again) if x.id not in {y.id for y in _whatifs(first)}),
-    )
+    had = {y.id for y in _whatifs(first)}
+    results = (*_whatifs(first), *(x for x in _whatifs(again) if x.id not in had))
     ran = {x.id for x in results}
     not_run = tuple((k, why) for k, why in getattr(more, "not_run", ()) if k not in ran)
     note = f"what-ifs measured in repeat {repeat} of the script too"

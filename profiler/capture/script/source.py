@@ -585,7 +585,7 @@ def _calls(
         key=lambda c: (c.lineno, c.col_offset),
     ):
         f = n.func
-        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        name = _call_name(n)
         if isinstance(f, ast.Name) and aliases and name in aliases:
             name = aliases[name]
         if name in defined and name not in out:
@@ -731,6 +731,12 @@ def mark_loops(src: Source) -> list[LoopSite]:
     ]
 
 
+def _call_name(call: ast.Call) -> str:
+    """The name a call calls: ``f`` of ``f(...)`` and of ``obj.f(...)``, else ""."""
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
 def _call_graph(tree: ast.Module, defined: set[str]) -> dict[str, set[str]]:
     """Each of the script's functions (by name: methods of the same name merged) and the
     script's functions it calls."""
@@ -739,17 +745,8 @@ def _call_graph(tree: ast.Module, defined: set[str]) -> dict[str, set[str]]:
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             called = graph.setdefault(fn.name, set())
             for n in ast.walk(fn):
-                if isinstance(n, ast.Call):
-                    f = n.func
-                    name = (
-                        f.id
-                        if isinstance(f, ast.Name)
-                        else f.attr
-                        if isinstance(f, ast.Attribute)
-                        else ""
-                    )
-                    if name in defined:
-                        called.add(name)
+                if isinstance(n, ast.Call) and _call_name(n) in defined:
+                    called.add(_call_name(n))
     return graph
 
 
@@ -820,17 +817,8 @@ def periodic_functions(tree: ast.Module) -> set[str]:
                     for st in part:
                         visit_stmt(st, loop, part is child.body or mod)
                 continue
-            if isinstance(child, ast.Call):
-                f = child.func
-                name = (
-                    f.id
-                    if isinstance(f, ast.Name)
-                    else f.attr
-                    if isinstance(f, ast.Attribute)
-                    else ""
-                )
-                if name:
-                    calls.setdefault(name, []).append(in_loop and under_mod)
+            if isinstance(child, ast.Call) and (name := _call_name(child)):
+                calls.setdefault(name, []).append(in_loop and under_mod)
             visit(child, loop, mod)
 
     def visit_stmt(st: ast.stmt, in_loop: bool, under_mod: bool) -> None:
@@ -849,9 +837,7 @@ def _returns_from(loop: ast.stmt) -> bool:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Return):
                 return True
-            if not isinstance(
-                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-            ):
+            if not isinstance(child, (*_FUNCTIONS, ast.ClassDef)):
                 todo.append(child)
     return False
 
