@@ -11,9 +11,11 @@ show the same figures.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from profiler.analysis import before_steps
 from profiler.analysis.whatif import verdict_words
 from profiler.diagnoses.performance import WHATIF_FOR
 from profiler.model import CATEGORIES
@@ -110,8 +112,32 @@ def _sentence(w: Mapping[str, Any]) -> str:
 BUSY_OTHERS_CORES = 0.5
 
 
-def _budget(script: Mapping[str, Any]) -> str:
-    """Where the script's wall time went around its steps, when the steps are not most of it."""
+#: Parts of the time before the first step the budget line names: at least this share of it,
+#: the largest ``BEFORE_PARTS`` of them.
+BEFORE_SHARE = 0.1
+BEFORE_PARTS = 3
+
+
+def _before(before: Mapping[str, Any] | None) -> str:
+    """``importing modules 2.1 s; make_data (train.py line 42) in its own Python 1.9 s``, or
+    ``imports, data, model`` when the time before the first step was not sampled."""
+    parts = [
+        p
+        for p in (before or {}).get("parts", [])
+        if p["share"] >= BEFORE_SHARE and p["kind"] != before_steps.WATCHED
+    ]
+    if not parts:
+        return "imports, data, model"
+    return "; ".join(
+        f"{before_steps.label(p['kind'], p['function'], p['file'], p['line'], p['inside'])} "
+        f"{p['seconds']:,.1f} s"
+        for p in parts[:BEFORE_PARTS]
+    )
+
+
+def _budget(script: Mapping[str, Any], before: Mapping[str, Any] | None = None) -> str:
+    """Where the script's wall time went around its steps, when the steps are not most of it
+    (the time before the first step in its sampled parts, ``analysis.before_steps``)."""
     t = script.get("time") or {}
     wall = float(script.get("wall_s") or 0.0)
     steps_s = t.get("steps_s")
@@ -128,7 +154,7 @@ def _budget(script: Mapping[str, Any]) -> str:
         count += f", the first {watched:,} watched to find the loop"
     return (
         f"The script ran {wall:,.1f} s: {t['before_s'] - watched_s:,.1f} s before its first "
-        f"step (imports, data, model), {steps_s + watched_s:,.1f} s from its first step to its "
+        f"step ({_before(before)}), {steps_s + watched_s:,.1f} s from its first step to its "
         f"last ({count}), {t['after_s']:,.1f} s after it."
     )
 
@@ -596,6 +622,9 @@ def _phase_runs(p: Mapping[str, Any]) -> tuple[int, ...]:
         head = str(a).split("/", 1)[0]
         if head.startswith("repeat-") and head[7:].isdigit():
             runs.add(int(head[7:]))
+    # A what-if phase writes no files: the what-ifs a later run added say so in its reason
+    # (``processes.launch._whatifs_merged``).
+    runs.update(int(r) for r in re.findall(r"in repeat (\d+) of the script", p.get("reason") or ""))
     return tuple(sorted(runs))
 
 
@@ -781,7 +810,7 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
             "verdict": "",
             "missed": list(script.get("missed") or []),
             "sentence": "",
-            "budget": _budget(script),
+            "budget": _budget(script, w.get("before_steps")),
             "runs": _runs_note(script, w.get("phases") or []),
             "samples": _samples_note(w.get("phases") or []),
             "memory": memory_line(w),

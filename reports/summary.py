@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from profiler.analysis import attribution, gc, memory, sampling, stacks, stats
+from profiler.analysis import attribution, before_steps, gc, memory, sampling, stacks, stats
 from profiler.analysis.attribution import Attribution
 from profiler.analysis.run import Check, RunAnalysis, WorkloadAnalysis
 from profiler.capture.collectors.pyspy import frame_label, short_file
@@ -440,6 +440,9 @@ def workload_summary(
         mem = memory.analyse(trace.script.get("memory"), trace.script, memory.clean_spans(trace))
         if mem is not None:
             entry["memory"] = memory.to_json(mem)
+        before = before_steps.to_json(before_steps.analyse(trace.before_steps, trace.script))
+        if before is not None:
+            entry["before_steps"] = before
         pauses = gc.analyse(trace)
         if pauses is not None:
             entry["gc"] = gc.to_json(pauses)

@@ -18,6 +18,7 @@ from typing import Any
 
 from profiler.analysis import purposes, stats
 from profiler.analysis import whatif as whatif_analysis
+from profiler.diagnoses import before_steps as start_rules
 from profiler.diagnoses import calls as call_rules
 from profiler.diagnoses import gc as gc_rules
 from profiler.diagnoses import input as input_rules
@@ -164,6 +165,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: gc_rules.gc_facts(f, trace),
         lambda: long_rules.long_facts(f, trace),
         lambda: waiting_rules.wait_facts(f, trace),
+        lambda: start_rules.start_facts(f, trace),
     )
     for family in families:
         guarded(spec.name, family)
@@ -1970,6 +1972,7 @@ RULES: tuple[Rule, ...] = (
     *gc_rules.RULES,
     *long_rules.RULES,
     *waiting_rules.RULES,
+    *start_rules.RULES,
 )
 
 

@@ -342,6 +342,8 @@ class WorkloadTrace:
             detected and how it ended (plain JSON types); empty for a registered workload.
         references: a script's uninstrumented reference blocks between the phases' windows,
             in step order (``ReferenceBlock``); none for a registered workload.
+        before_steps: a script's main-thread stack samples from its start to its first step
+            (the start-up capture's; ``profiler.analysis.before_steps``).
     """
 
     workload: str
@@ -357,6 +359,7 @@ class WorkloadTrace:
     error: str = ""
     script: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     references: tuple[ReferenceBlock, ...] = ()
+    before_steps: tuple[Sample, ...] = ()
 
     def phase(self, name: str) -> PhaseRecord | None:
         for p in self.phases:

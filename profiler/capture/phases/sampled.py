@@ -341,10 +341,17 @@ class SampledPhase(Phase):
 
     name = "sampled"
 
-    def __init__(self, budget: Budget, options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        budget: Budget,
+        options: dict[str, Any] | None = None,
+        files: tuple[str, str] = (SPEEDSCOPE_FILE, LOG_FILE),
+    ) -> None:
         super().__init__(budget)
         #: Options given to this phase itself; they win over the run's (``ctx.options``).
         self.options = dict(options or {})
+        #: py-spy's output and log file names in the workload's folder.
+        self.files = files
         self.capture: Capture | None = None
         self.settings: SampledData | None = None
 
@@ -373,8 +380,8 @@ class SampledPhase(Phase):
         ctx.workload_dir.mkdir(parents=True, exist_ok=True)
         self.capture = start(
             os.getpid(),
-            ctx.workload_dir / SPEEDSCOPE_FILE,
-            ctx.workload_dir / LOG_FILE,
+            ctx.workload_dir / self.files[0],
+            ctx.workload_dir / self.files[1],
             rate_hz=s.rate_hz,
             native=s.native,
             idle=s.idle,
@@ -393,7 +400,7 @@ class SampledPhase(Phase):
             name=self.name,
             status=OK,
             window=window,
-            artefacts=(SPEEDSCOPE_FILE, LOG_FILE),
+            artefacts=self.files,
             samples=samples,
             data=dataclasses.replace(
                 settings,

@@ -66,6 +66,7 @@ from profiler.model import (
     Gap,
     PhaseRecord,
     ReferenceBlock,
+    Sample,
     Segment,
     Window,
     WorkDecl,
@@ -249,6 +250,9 @@ class Outcome:
     step_ns: int = 0
     error: str = ""
     startup: dict[str, Any] = field(default_factory=dict)
+    #: The main thread's samples from the script's start to its first step (the start-up
+    #: capture's, ``WorkloadTrace.before_steps``).
+    before_steps: tuple[Sample, ...] = ()
     #: Phases that apply to the script but got no steps (it ended first).
     missed: list[str] = field(default_factory=list)
     #: (first, end) steps each phase held, re-warm and extra steps included, by phase.
@@ -412,9 +416,10 @@ class Schedule:
         self.sched.note_request(first)
         segments = [Segment(0, tuple(first))]
         if self.startup is not None:
-            # Steps were found: the start-up capture is not needed (py-spy is stopped while
-            # the script waits, a gap of the warm-up).
-            self.startup.discard()
+            # Steps were found: the start-up capture's samples say what ran before the first
+            # step (py-spy is stopped while the script waits, a gap of the warm-up).
+            self.startup.keep()
+            self.out.before_steps = self.startup.samples
             self.sched.purpose = "warm-up: stop the start-up capture"
         segments.extend(self._warmup())
         self.out.warmup = Window("warmup", tuple(segments), self.sched.take_gaps())

@@ -456,6 +456,14 @@ def carried(loop: ast.For | ast.AsyncFor | ast.While) -> tuple[str, ...]:
                 if isinstance(t, (ast.Name, ast.Tuple, ast.List)):
                     assigned |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
     found += [b for b in _updated_in_place(loop, simple, plain) if b not in found]
+    found += [
+        st.target.id
+        for st in simple
+        if isinstance(st, ast.AugAssign)
+        and _self_gradient(st)
+        and isinstance(st.target, ast.Name)
+        and st.target.id not in found
+    ]
     return tuple(found)
 
 
@@ -559,6 +567,8 @@ def _updates(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
             values = [v.id for v in ast.walk(n.value) if isinstance(v, ast.Name)]
             if any(GRADIENT_NAMES.search(v) for v in values):
                 return True
+            if _self_gradient(n):
+                return True
         if isinstance(n, ast.Assign) and len(n.targets) == 1:
             # ``W = W - lr * grad``: the target updated from itself and a gradient.
             target = n.targets[0]
@@ -570,6 +580,20 @@ def _updates(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
             ):
                 return True
     return False
+
+
+def _self_gradient(n: ast.AugAssign) -> bool:
+    """``w -= lr * X.T @ (X @ w - y)``: a name updated by a product computed from itself (a
+    gradient written inline, minibatch SGD's ``w`` carried from batch to batch)."""
+    if not isinstance(n.target, ast.Name):
+        return False
+    reads = any(isinstance(v, ast.Name) and v.id == n.target.id for v in ast.walk(n.value))
+    product = any(
+        (isinstance(v, ast.BinOp) and isinstance(v.op, ast.MatMult))
+        or (isinstance(v, ast.Call) and _call_name(v) in ("dot", "matmul"))
+        for v in ast.walk(n.value)
+    )
+    return reads and product
 
 
 def _calls(

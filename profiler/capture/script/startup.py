@@ -2,7 +2,10 @@
 
 Place in the pipeline: started by the script's schedule (``profiler.capture.script.schedule``)
 as the script begins. If the script never reaches a detected step, its samples are all there is
-(the whole run is attributed from them); once a step is detected it is dropped.
+(the whole run is attributed from them); once a step is detected it is stopped and its
+main-thread samples are kept as the trace's ``before_steps``: what the script did before its
+first step (imports, data, model), read by ``profiler.analysis.before_steps``. Its files are
+``startup.speedscope.json`` and ``startup.pyspy.log``, beside the sampled phase's.
 
 Native sampling (``--native``) is decided from what the process has loaded *when it samples*:
 a script starts with nothing but the standard library, so the capture starts native, and the
@@ -15,14 +18,19 @@ and recorded (``record()``), with every capture's settings.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from profiler.capture.collectors import pyspy
 from profiler.capture.phases import PhaseContext, PhaseUnavailable
 from profiler.capture.phases import sampled as sampled_mod
-from profiler.model import PhaseRecord, Window
+from profiler.model import PhaseRecord, Sample, Window
+
+#: The start-up capture's py-spy output and log, in the workload's folder.
+STARTUP_FILES = ("startup.speedscope.json", "startup.pyspy.log")
 
 
 @dataclass
@@ -36,6 +44,9 @@ class StartupRecord:
         blocked_ms: how long the script's thread waited for py-spy to re-attach.
         started_ms: how long starting the first capture took (on the schedule's thread).
         note: why there is no capture, if there is none.
+        sampled_s: the time the kept capture covered before the first step (its start-up
+            to the step; the script's start before it, or before a restart, is not sampled).
+        samples: the main thread's samples kept (``WorkloadTrace.before_steps``).
     """
 
     captures: list[dict[str, Any]] = field(default_factory=list)
@@ -43,9 +54,13 @@ class StartupRecord:
     blocked_ms: float = 0.0
     started_ms: float = 0.0
     note: str = ""
+    sampled_s: float = 0.0
+    samples: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "sampled_s": round(self.sampled_s, 3),
+            "samples": self.samples,
             "captures": list(self.captures),
             "switched_at": self.switched_at,
             "blocked_ms": round(self.blocked_ms, 3),
@@ -68,6 +83,8 @@ class StartupCapture:
         #: A heavy framework whose import began (set even before the capture started).
         self.framework: str | None = None
         self.record = StartupRecord()
+        #: The main thread's samples up to the first step (``keep``).
+        self.samples: tuple[Sample, ...] = ()
 
     def _start(self, native: bool) -> None:
         from profiler.capture.phases.registry import PHASES
@@ -76,6 +93,7 @@ class StartupCapture:
         phase = sampled_mod.SampledPhase(
             PHASES["sampled"][1],
             {"sample_nonblocking": True, **self.options, "sample_native": mode},
+            files=STARTUP_FILES,
         )
         phase.install(self.ctx)
         self.phase = phase
@@ -118,11 +136,26 @@ class StartupCapture:
                 self.record.note = f"the start-up capture could not restart: {exc}"
             self.record.blocked_ms += (time.perf_counter_ns() - t0) / 1e6
 
-    def discard(self) -> None:
-        """A step was detected: the capture is not needed."""
+    def keep(self) -> None:
+        """A step was detected: stop sampling and keep the main thread's samples (what ran
+        before the first step). A capture that cannot be read leaves a note and no samples."""
         with self.lock:
-            self._end("first step")
-            self.phase = None
+            phase, self.phase = self.phase, None
+            cap = phase.capture if phase is not None else None
+            if phase is None or cap is None:
+                return
+            phase.capture = None
+            self.record.captures.append({"native": self.native, "ended": "first step"})
+            covered_ns = time.monotonic_ns() - cap.attached_ns
+            try:
+                sampled_mod.stop(cap)
+                got = pyspy.read_speedscope(cap.output, main_tid=os.getpid())
+            except (OSError, ValueError, RuntimeError) as exc:
+                self.record.note = f"what ran before the first step is not sampled: {exc}"
+                return
+            self.samples = tuple(s for s in got if s.thread in (pyspy.MAIN_THREAD, ""))
+            self.record.samples = sum(s.count for s in self.samples)
+            self.record.sampled_s = covered_ns / 1e9
 
     def finish(self, ctx: PhaseContext, window: Window) -> PhaseRecord | None:
         """No step was detected: the capture's record over the whole run (None without one)."""

@@ -715,6 +715,7 @@ class ScriptRun:
             error=error,
             script=self.info(out, final=status != PARTIAL),
             references=tuple(out.references),
+            before_steps=out.before_steps,
         )
 
     def write_partial(self, out: Outcome) -> None:

@@ -1,0 +1,165 @@
+"""What a script does before its first step: the start-up capture's samples kept and parted
+(``profiler.analysis.before_steps``), the time budget line, and the ``slow_start`` finding."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from profiler.analysis import before_steps
+from profiler.model import Frame, Sample
+from tests.test_auto_step import _line
+from tests.test_script_run import cli, only_run, workload, write
+
+SCRIPT = "/home/u/prep.py"
+IMPORT = Frame("_find_and_load", "<frozen importlib._bootstrap>", 1171)
+RUNNER = Frame("run_path", str(Path(before_steps.__file__).parents[1] / "cli.py"), 10)
+MODULE = Frame("<module>", SCRIPT, 3)
+
+
+def _at(*frames: Frame, count: int = 1) -> Sample:
+    return Sample((RUNNER, *frames), count, "main")
+
+
+SCRIPT_RECORD = {
+    "path": SCRIPT,
+    "startup": {"sampled_s": 2.0},
+    "time": {"before_s": 2.5, "watched_s": 0.2},
+    "auto_step": {
+        "chosen_line": 20,
+        "loops": [{"line": 20, "end_line": 24, "function": "<module>"}],
+    },
+}
+
+
+def test_samples_are_parted_into_imports_own_functions_watched_steps_and_other():
+    samples = [
+        _at(
+            MODULE, IMPORT, Frame("<module>", "/v/site-packages/tensorflow/__init__.py", 5), count=4
+        ),
+        # A comprehension is its function's: make_data's own Python, at the comprehension's line.
+        _at(
+            Frame("<module>", SCRIPT, 12),
+            Frame("make_data", SCRIPT, 7),
+            Frame("<listcomp>", SCRIPT, 7),
+            count=9,
+        ),
+        _at(Frame("<module>", SCRIPT, 12), Frame("make_data", SCRIPT, 8), count=1),
+        # A function that ran in numpy.
+        _at(
+            Frame("<module>", SCRIPT, 14),
+            Frame("scale", SCRIPT, 30),
+            Frame("mean", "/v/site-packages/numpy/core/_methods.py", 99),
+            count=3,
+        ),
+        # The chosen loop's iterations, watched to choose it (line 22 is inside it).
+        _at(Frame("<module>", SCRIPT, 22), Frame("step", SCRIPT, 40), count=2),
+        _at(count=1),
+    ]
+    got = before_steps.analyse(samples, SCRIPT_RECORD)
+    assert got is not None and got.samples == 20 and got.sampled_s == 2.0
+    by = {(p.kind, p.function): p for p in got.parts}
+    make = by[("own", "make_data")]
+    assert (make.samples, make.line, make.inside, make.file) == (10, 7, "its own Python", "prep.py")
+    assert make.seconds == pytest.approx(2.0 * 10 / 20)
+    assert by[("own", "scale")].inside == "numpy"
+    assert by[("imports", "")].samples == 4
+    assert by[("watched", "")].samples == 2 and by[("other", "")].samples == 1
+    assert next(p.kind for p in got.parts) == "own"  # largest first
+    assert before_steps.label(
+        **{k: getattr(make, k) for k in ("kind", "function", "file", "line", "inside")}
+    ) == ("make_data (prep.py line 7) in its own Python")
+    # Without samples or time: not measured, not zero.
+    assert before_steps.analyse([], SCRIPT_RECORD) is None
+    assert before_steps.analyse(samples, {**SCRIPT_RECORD, "startup": {}}) is None
+
+
+PREP = """
+import numpy as np
+
+
+def make_data(n):
+    X = np.empty((n, 16))
+    for i in range(n):
+        X[i] = [((i * 7919 + j) % 1000) / 1000.0 for j in range(16)]
+    return X
+
+
+X = make_data(450_000)
+y = X @ np.linspace(-1, 1, 16)
+w = np.zeros(16)
+for epoch in range(20):
+    for i in range(0, len(X), 256):
+        xb, yb = X[i : i + 256], y[i : i + 256]
+        w -= 0.01 * xb.T @ (xb @ w - yb) / len(xb)
+print("loss", float(((X @ w - y) ** 2).mean()))
+"""
+
+
+@pytest.mark.slow
+def test_a_python_data_preparation_before_the_first_step_is_named_with_its_share(tmp_path):
+    """make_data builds its rows in Python (~1 s of a ~1.5 s script without the profiler);
+    minibatch SGD's batch loop (``w -= ... @ ...``: its ``w`` carried from batch to batch) is
+    the step, not the epoch loop with its batch loop to "vectorise"."""
+    script = write(tmp_path, "prep.py", PREP)
+    out = cli(tmp_path, str(script))
+    assert out.returncode == 0, out.stderr[-3000:]
+    w = workload(only_run(tmp_path))
+    auto = w["script"]["auto_step"]
+    assert auto["chosen_line"] == _line(PREP, "for i in range(0, len(X), 256):"), auto["why"]
+    parts = w["before_steps"]["parts"]
+    top = parts[0]
+    assert (top["kind"], top["function"], top["inside"]) == ("own", "make_data", "its own Python")
+    assert top["share"] >= 0.5, parts
+    doc = json.loads((only_run(tmp_path) / "summary.json").read_text())
+    (d,) = [d for d in doc["diagnoses"] if d["rule"] == "slow_start"]
+    assert "in make_data (prep.py line" in d["message"] and "vectorise it" in d["fix"]
+    assert not [d for d in doc["diagnoses"] if d["rule"] == "per_sample_loop"]
+    assert "before its first step (make_data (prep.py line" in out.stdout
+
+
+def test_the_time_budget_line_names_the_sampled_parts_and_the_runs_note_the_whatifs_runs():
+    from reports import focus_view
+
+    script = {
+        "wall_s": 10.0,
+        "steps": 100,
+        "time": {"before_s": 6.0, "steps_s": 3.0, "after_s": 1.0},
+    }
+    part = {"file": "prep.py", "line": 0, "inside": "", "function": "", "seconds": 0.0}
+    before = {
+        "parts": [
+            {
+                **part,
+                "kind": "own",
+                "function": "make_data",
+                "line": 7,
+                "inside": "its own Python",
+                "share": 0.6,
+                "seconds": 3.3,
+            },
+            {**part, "kind": "imports", "share": 0.3, "seconds": 1.7},
+            {**part, "kind": "watched", "share": 0.05, "seconds": 0.3},
+        ]
+    }
+    assert focus_view._budget(script, before) == (
+        "The script ran 10.0 s: 6.0 s before its first step (make_data (prep.py line 7) in its "
+        "own Python 3.3 s; importing modules 1.7 s), 3.0 s from its first step to its last "
+        "(100 steps), 1.0 s after it."
+    )
+    # Not sampled: what it holds is said, not invented.
+    assert "(imports, data, model)" in focus_view._budget(script, None)
+    # What-ifs a second run measured beside the first's: the what-if phase is both runs'.
+    phases = [
+        {"name": "timed", "status": "ok", "repeat": 0},
+        {
+            "name": "whatif",
+            "status": "ok",
+            "repeat": 0,
+            "reason": "what-ifs measured in repeat 1 of the script too",
+        },
+    ]
+    note = focus_view._runs_note({"runs": [{"wall_s": 5.0}, {"wall_s": 4.0}]}, phases)
+    assert note.endswith("timed in the first; whatif in runs 1 and 2."), note
