@@ -479,6 +479,7 @@ def test_a_loop_its_function_returns_from_ends_there_and_the_loop_driving_it_is_
     g = {
         source.LOOP_MARK: lambda k: seen.append(("mark", sites_by_index[k])),
         source.LOOP_END: lambda k: seen.append(("end", sites_by_index[k])),
+        source.LOOP_ON: bytearray([1] * len(sites)),
     }
     sites_by_index = {s.index: s.line for s in sites.values()}
     exec(src.compile(), g)
@@ -515,3 +516,45 @@ def test_a_loop_driving_short_updating_loops_is_chosen_as_the_steps(tmp_path: Pa
         if marks.decided:
             break
     assert marks.decided and marks.chosen == images, marks.why
+
+
+def test_loops_that_are_no_candidate_make_no_mark_call_until_a_candidate_starts():
+    """A data-preparation loop before the training (no training named) pays an index of the
+    flags, not a call, per iteration; once a candidate loop starts, every loop is counted (the
+    step's inner loops); after the choice, only the chosen loop's iterations call."""
+    import ast
+
+    from profiler.capture.script import source
+    from profiler.capture.script.detect import LoopMarks
+    from profiler.capture.script.driver import StepDriver
+    from profiler.clock import now_ns
+
+    body = (
+        "rows = []\n"
+        "for i in range(50):\n"
+        "    rows.append(i)\n"
+        "w = 0.0\n"
+        "for step in range(3):\n"
+        "    loss = w - 1.0\n"
+        "    for j in range(4):\n"
+        "        pass\n"
+        "    w -= 0.1 * loss\n"
+    )
+    src = source.Source(Path("t.py"), ast.parse(body))
+    sites = source.mark_loops(src)
+    marks = LoopMarks(StepDriver(now_ns), sites)
+    data, train, inner = (next(s.index for s in sites if s.line == n) for n in (2, 5, 7))
+    assert marks.candidate[train] and not marks.candidate[data]
+    assert list(marks.on) == [k == train for k in range(3)]
+    calls: list[int] = []
+
+    def mark(k: int) -> None:
+        calls.append(k)
+        marks.mark(k)
+
+    exec(
+        src.compile(),
+        {source.LOOP_MARK: mark, source.LOOP_END: marks.end, source.LOOP_ON: marks.on},
+    )
+    assert data not in calls  # its 50 iterations ran before any candidate
+    assert calls.count(train) == 3 and calls.count(inner) == 12

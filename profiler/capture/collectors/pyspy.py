@@ -76,12 +76,16 @@ def _stack_key(frames: tuple[Frame, ...]) -> str:
     return ";".join(frame_text(f) for f in frames)
 
 
-def parse_speedscope(doc: dict[str, Any], main_tid: int | None = None) -> tuple[Sample, ...]:
+def parse_speedscope(
+    doc: dict[str, Any], main_tid: int | None = None, head: float | None = None
+) -> tuple[Sample, ...]:
     """Samples of a py-spy speedscope document (one profile per thread, stacks root first).
 
     Args:
         doc: the parsed JSON.
         main_tid: the workload's main thread id (its pid); that thread is labelled ``main``.
+        head: keep only this first fraction of each thread's samples (py-spy writes a
+            thread's samples in the order it took them).
 
     Returns:
         Distinct stacks with their counts, most sampled first.
@@ -90,15 +94,20 @@ def parse_speedscope(doc: dict[str, Any], main_tid: int | None = None) -> tuple[
     stacks: list[tuple[str, tuple[Frame, ...]]] = []
     for profile in doc.get("profiles", []):
         thread = thread_label(str(profile.get("name", "")), main_tid)
-        for idx in profile.get("samples", []):
+        taken = profile.get("samples", [])
+        if head is not None:
+            taken = taken[: round(len(taken) * min(max(head, 0.0), 1.0))]
+        for idx in taken:
             stack = tuple(frames[i] for i in idx)
             stacks.append((thread, tuple(f for f in stack if not _is_pseudo(f))))
     return _aggregate(stacks)
 
 
-def read_speedscope(path: Path, main_tid: int | None = None) -> tuple[Sample, ...]:
+def read_speedscope(
+    path: Path, main_tid: int | None = None, head: float | None = None
+) -> tuple[Sample, ...]:
     """``parse_speedscope`` of a file."""
-    return parse_speedscope(json.loads(path.read_text(encoding="utf-8")), main_tid)
+    return parse_speedscope(json.loads(path.read_text(encoding="utf-8")), main_tid, head)
 
 
 def frame_text(frame: Frame) -> str:

@@ -418,7 +418,7 @@ class Schedule:
         if self.startup is not None:
             # Steps were found: the start-up capture's samples say what ran before the first
             # step (py-spy is stopped while the script waits, a gap of the warm-up).
-            self.startup.keep()
+            self.startup.keep(self.driver.first_start_ns, self.clock())
             self.out.before_steps = self.startup.samples
             self.sched.purpose = "warm-up: stop the start-up capture"
         segments.extend(self._warmup())

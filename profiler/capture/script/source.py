@@ -314,6 +314,9 @@ def mark_step_line(src: Source, line: int) -> str:
 
 LOOP_MARK = "__profiler_loop__"
 LOOP_END = "__profiler_loop_end__"
+#: The loops whose iterations call ``LOOP_MARK`` (a bytearray, ``LoopMarks.on``): the marked
+#: code reads ``__profiler_loop_on__[k]`` first, a ~20 ns index where a call costs ~0.2 µs.
+LOOP_ON = "__profiler_loop_on__"
 
 
 @dataclass(frozen=True)
@@ -721,7 +724,7 @@ def mark_loops(src: Source) -> list[LoopSite]:
                     over_params.add(k)
                 for inner in _statement_lists(stmt):
                     mark(inner, depth + 1, function, aliases, periodic)
-                stmt.body.insert(0, _loop_call(LOOP_MARK, k, stmt))
+                stmt.body.insert(0, _guarded(_loop_call(LOOP_MARK, k, stmt), k, stmt))
                 if _returns_from(stmt):
                     # A loop its function returns from (a softmax layer's backprop returning
                     # at its label's gradient) ends there too: its end is marked in a
@@ -864,6 +867,14 @@ def _returns_from(loop: ast.stmt) -> bool:
             if not isinstance(child, (*_FUNCTIONS, ast.ClassDef)):
                 todo.append(child)
     return False
+
+
+def _guarded(call: ast.stmt, k: int, at: ast.AST) -> ast.stmt:
+    """``if __profiler_loop_on__[k]: call``."""
+    test = ast.Subscript(
+        value=ast.Name(id=LOOP_ON, ctx=ast.Load()), slice=ast.Constant(value=k), ctx=ast.Load()
+    )
+    return ast.copy_location(ast.If(test=test, body=[call], orelse=[]), at)
 
 
 def _loop_call(name: str, k: int, at: ast.AST) -> ast.stmt:

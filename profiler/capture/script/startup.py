@@ -136,9 +136,14 @@ class StartupCapture:
                 self.record.note = f"the start-up capture could not restart: {exc}"
             self.record.blocked_ms += (time.perf_counter_ns() - t0) / 1e6
 
-    def keep(self) -> None:
-        """A step was detected: stop sampling and keep the main thread's samples (what ran
-        before the first step). A capture that cannot be read leaves a note and no samples."""
+    def keep(self, first_step_ns: int, clock_ns: int) -> None:
+        """A step was detected: stop sampling and keep the main thread's samples up to the
+        first step (what ran before it). ``first_step_ns`` is the first step's start on the
+        script's clock, which reads ``clock_ns`` now. The samples after the first step (the
+        first steps themselves, the script's wait for this stop) are left out in proportion
+        to their time: py-spy writes a thread's samples in the order it took them. A capture
+        that cannot be read leaves a note and no samples."""
+        to_first_ns = first_step_ns - clock_ns + time.monotonic_ns()
         with self.lock:
             phase, self.phase = self.phase, None
             cap = phase.capture if phase is not None else None
@@ -146,10 +151,11 @@ class StartupCapture:
                 return
             phase.capture = None
             self.record.captures.append({"native": self.native, "ended": "first step"})
-            covered_ns = time.monotonic_ns() - cap.attached_ns
+            covered_ns = max(to_first_ns - cap.attached_ns, 0)
+            head = covered_ns / max(time.monotonic_ns() - cap.attached_ns, 1)
             try:
                 sampled_mod.stop(cap)
-                got = pyspy.read_speedscope(cap.output, main_tid=os.getpid())
+                got = pyspy.read_speedscope(cap.output, main_tid=os.getpid(), head=head)
             except (OSError, ValueError, RuntimeError) as exc:
                 self.record.note = f"what ran before the first step is not sampled: {exc}"
                 return

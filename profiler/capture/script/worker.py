@@ -300,6 +300,7 @@ class ScriptRun:
         g[source.STEP_LINE], g[source.STEP_LINE_END] = detect.step_line_marks(self.driver)
         if self.loops is not None:
             g[source.LOOP_MARK], g[source.LOOP_END] = self.loops.mark, self.loops.end
+            g[source.LOOP_ON] = self.loops.on
         return g
 
     def graph_mode(self) -> None:
