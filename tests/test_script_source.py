@@ -231,3 +231,38 @@ def test_the_loop_body_is_the_step_when_it_updates_and_its_first_call_is_not_the
     assert body_is_step(SimpleNamespace(updates=True, calls=("grad",)))
     assert not body_is_step(SimpleNamespace(updates=True, calls=("train_step",)))
     assert not body_is_step(SimpleNamespace(updates=False, calls=("random_batch",)))
+
+
+def _sites(body: str) -> dict[int, source.LoopSite]:
+    text = textwrap.dedent(body)
+    src = source.Source(Path("t.py"), ast.parse(text))
+    return {s.line: s for s in source.mark_loops(src)}
+
+
+def test_an_environments_step_is_no_model_update_and_an_inline_gradient_step_is():
+    """``env.step(action)`` in an RL episode's time-step loop is the environment's: the
+    episode loop, whose body applies the gradients, is the update (Keras's actor-critic had
+    its time-step loop taken as the steps). Minibatch SGD's ``w -= lr * X.T @ (X @ w - y)``
+    updates ``w`` from itself: its loop updates and carries ``w``; a sum ``g += x @ y`` does
+    neither."""
+    sites = _sites(
+        """
+        while True:
+            state = env.reset()
+            with tf.GradientTape() as tape:
+                for t in range(200):
+                    probs = model(state)
+                    state, reward, done, _ = env.step(action)
+                loss = compute()
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        for i in range(0, n, 64):
+            w -= 0.01 * xb.T @ (xb @ w - yb) / len(xb)
+        for i in range(n):
+            g += x[i] @ y[i]
+        """
+    )
+    episode, steps, sgd, total = sites[2], sites[5], sites[11], sites[13]
+    assert episode.updates and not steps.updates and not steps.training
+    assert sgd.updates and sgd.carried == ("w",)
+    assert not total.updates and total.carried == ()

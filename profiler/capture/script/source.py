@@ -564,7 +564,7 @@ def body_is_step(site: Any) -> bool:
 def _updates(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
     for n in _direct(loop):
         name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
-        if name and UPDATE_WORDS.search(name.lower()):
+        if name and UPDATE_WORDS.search(name.lower()) and not _env_step(n):
             return True
         if isinstance(n, ast.AugAssign) and isinstance(n.op, (ast.Add, ast.Sub)):
             values = [v.id for v in ast.walk(n.value) if isinstance(v, ast.Name)]
@@ -633,12 +633,27 @@ def _aliases(fn: ast.FunctionDef | ast.AsyncFunctionDef, defined: set[str]) -> d
     return {a.arg: d.id for a, d in pairs if isinstance(d, ast.Name) and d.id in defined}
 
 
+#: Objects whose ``step`` is an environment's, not a model update (``env.step(action)``: a
+#: Keras actor-critic's per-timestep loop was taken as the training loop for it, and the
+#: episode's update at the loop's end read "work between passes: run it less often").
+ENV_NAMES = re.compile(r"env|game|sim(ulator)?$|world", re.IGNORECASE)
+
+
+def _env_step(n: ast.AST) -> bool:
+    """``env.step`` (of ``env.step(action)``, ``self.env.step(...)``)."""
+    if not (isinstance(n, ast.Attribute) and n.attr == "step"):
+        return False
+    owner = n.value
+    name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+    return bool(ENV_NAMES.search(name))
+
+
 def _names(node: ast.AST) -> list[str]:
     out = []
     for n in ast.walk(node):
         if isinstance(n, ast.Name):
             out.append(n.id.lower())
-        elif isinstance(n, ast.Attribute):
+        elif isinstance(n, ast.Attribute) and not _env_step(n):
             out.append(n.attr.lower())
         elif isinstance(n, ast.keyword) and n.arg:
             out.append(n.arg.lower())
