@@ -303,6 +303,8 @@ def _blocked(fn: Callable[..., Any], driver: StepDriver, name: str) -> Callable[
                     stats.at_steps.append(d.done)
                 took = clock() - t0
                 stats.ns += took
+                if len(stats.each_ns) < AT_STEPS_MAX:
+                    stats.each_ns.append(took)
                 if in_steps:
                     stats.in_steps_ns += took
                 n = _samples(args[1] if len(args) > 1 else kwargs.get("x"))
