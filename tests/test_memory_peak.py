@@ -315,3 +315,14 @@ def test_no_census_or_growth_probe_while_a_what_ifs_variant_is_on() -> None:
     finally:
         sampler.stop()
     assert {"census", "probe"} <= set(seen), seen
+
+
+def test_a_census_across_a_variants_switch_is_dropped() -> None:
+    """A census walking the names while a what-if's variant is switched on (its float32 block
+    rebinding a 1.7 GB data set's arrays) read the variant's arrays as the script's: where the
+    script's state changed while it was taken, it is not kept."""
+    watch = memory_peak.PeakWatch(take=_fake)
+    assert not watch.sample(1, 100 * 2**20, 5, 10.0, still=lambda: False)
+    assert watch.dropped == 1 and watch.peak is None and watch.start is None
+    assert watch.sample(2, 100 * 2**20, 5, 10.0, still=lambda: True)
+    assert watch.peak is not None and watch.peak.step == 5

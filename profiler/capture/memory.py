@@ -87,6 +87,7 @@ class RssSampler:
         steps: Callable[[], int],
         spill: Path | None = None,
         as_written: Callable[[], bool] | None = None,
+        state: Callable[[], int] | None = None,
     ) -> None:
         self.clock = clock
         self.steps = steps
@@ -94,6 +95,9 @@ class RssSampler:
         #: a what-if's variant is on (its float32 block read a history list's float64 copies,
         #: and the script's arrays, as float32).
         self.as_written = as_written or (lambda: True)
+        #: A number that changes whenever a variant is switched (``StepDriver.switches``): a
+        #: census taken across a switch is dropped.
+        self.state = state or (lambda: 0)
         # Columns (int64): appending is as cheap as a list's, and a write copies them as bytes.
         self.t_ns = array("q")
         self.rss = array("q")
@@ -161,11 +165,16 @@ class RssSampler:
             now = time.monotonic()
             point = self._point
             t0 = self.clock()
+            state = self.state()
+
+            def still(state: int = state) -> bool:
+                return self.as_written() and self.state() == state
+
             if (
                 rss is not None
                 and point is not None
                 and self.as_written()
-                and self.census.sample(*point, now)
+                and self.census.sample(*point, now, still)
             ):
                 self._census_json = None
                 self._slow_probe(t0)  # a census of the names: a probe too

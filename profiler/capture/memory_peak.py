@@ -388,6 +388,8 @@ class PeakWatch:
         self.frameworks: tuple[str, ...] = ()
         self.costs: list[int] = []
         self.errors = 0
+        #: Censuses dropped: the script's state changed while they were taken.
+        self.dropped = 0
         self._last_at = -1e18
 
     def due(self, rss: int, now: float) -> bool:
@@ -398,14 +400,19 @@ class PeakWatch:
         last = self.peak.rss_bytes if self.peak is not None else 0
         return rss >= last * (1 + RISE_SHARE) and rss - last >= RISE_BYTES
 
-    def sample(self, t_ns: int, rss: int, step: int, now: float) -> bool:
-        """Note one sample; take a census when due. True: a census was taken."""
+    def sample(
+        self, t_ns: int, rss: int, step: int, now: float, still: Callable[[], bool] | None = None
+    ) -> bool:
+        """Note one sample; take a census when due. True: a census was taken. ``still``: whether
+        the script's state is still the one the census began in (a what-if's variant switched
+        on meanwhile rebinds its arrays: a census walking a 1.7 GB data set read the float32
+        what-if's arrays as the script's); a census it denies is dropped."""
         if step == 0:
             self.before_steps = rss
         first = step > 0 and self.start is None
         if not first and not self.due(rss, now):
             return False
-        return self._take(t_ns, rss, step, now, first)
+        return self._take(t_ns, rss, step, now, first, still)
 
     def final(self, t_ns: int, rss: int, step: int, now: float) -> bool:
         """At the script's end (its globals still hold what they held): one more census if
@@ -414,11 +421,22 @@ class PeakWatch:
         self._last_at = -1e18
         return self.due(rss, now) and self._take(t_ns, rss, step, now, False)
 
-    def _take(self, t_ns: int, rss: int, step: int, now: float, first: bool) -> bool:
+    def _take(
+        self,
+        t_ns: int,
+        rss: int,
+        step: int,
+        now: float,
+        first: bool,
+        still: Callable[[], bool] | None = None,
+    ) -> bool:
         try:
             c = self.take(t_ns, step, rss, self.script)
         except Exception:  # the sampler must never break
             self.errors += 1
+            return False
+        if still is not None and not still():
+            self.dropped += 1
             return False
         self._last_at = now
         self.costs.append(c.cost_ns)

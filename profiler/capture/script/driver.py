@@ -363,6 +363,9 @@ class StepDriver:
         #: script's own code after the loop runs as written.
         self.held: tuple[Callable[[], Any], Callable[[], Any]] | None = None
         self.paused = False
+        #: Counts every change of ``held`` and ``paused`` (the memory census drops one taken
+        #: across a change: ``RssSampler.state``).
+        self.switches = 0
         self.wrap: StepWrapper | None = None
         self.ended = False
         self.end_reason = ""
@@ -441,6 +444,7 @@ class StepDriver:
             self.pass_ends.append(self.done - 1)
         held = self.held
         if held is not None and not self.paused:
+            self.switches += 1
             self.paused = True
             self._call_held(held[0])
 
@@ -448,6 +452,7 @@ class StepDriver:
         """The steps' loop runs again after ``left_loop``: the variant is turned back on."""
         held = self.held
         if self.paused:
+            self.switches += 1
             self.paused = False
             if held is not None:
                 self._call_held(held[1])
@@ -760,6 +765,7 @@ class ScriptLoop(Loop):
         loop, ``on`` where it comes back (``StepDriver.left_loop``); ``None`` for none. Set
         between requests, while the script's thread waits for the schedule."""
         d = self.driver
+        d.switches += 1
         d.held = (off, on or (lambda: None)) if off is not None else None
         d.paused = False
 

@@ -372,6 +372,7 @@ class ScriptRun:
             lambda: driver.done,
             spill=self.workload_dir,
             as_written=lambda: driver.held is None or driver.paused,
+            state=lambda: driver.switches,
         )
         self.memory.start()
         self.gc = GcRecorder(self.clock)
