@@ -356,7 +356,9 @@ def tf1_callable(driver: StepDriver) -> Variant | str:
     variant = Variant(
         TF1_CALLABLE,
         "the step's session.run replaced by a native callable for the same fetches and feeds "
-        "(session._make_callable_from_options)",
+        "(session._make_callable_from_options with tensorflow.core.protobuf.config_pb2."
+        "CallableOptions(feed=..., fetch=..., target=...); not Session.make_callable, which in "
+        "TensorFlow 2 is session.run under another name: ~0 µs saved, measured)",
         ("feed_fetch", "python.run", "dispatch.per_call"),
         True,
         "the same graph, fetches and feeds (the same dtype conversion session.run does)",
