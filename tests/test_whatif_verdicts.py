@@ -548,3 +548,38 @@ def test_a_missed_prediction_says_on_which_side() -> None:
     assert verdict_words("misses", 4_949.0, 308.0) == "misses: more than predicted"
     assert verdict_words("misses", 100.0, 308.0) == "misses: less than predicted"
     assert verdict_words("holds", 300.0, 308.0) == "holds"
+
+
+def test_the_end_of_an_epochs_data_inside_a_fit_what_if_is_fits_own_not_a_failure():
+    """fit on a TFRecord set of unknown length ends each epoch on OutOfRangeError from its
+    train function: raised through the XLA and steps_per_execution variants as written (fit's
+    epoch loop stops on it), not recorded as "could not be applied: OutOfRangeError"."""
+    from types import SimpleNamespace
+
+    from profiler.capture import whatifs
+
+    class OutOfRangeError(Exception):
+        pass
+
+    class Model:
+        jit_compile = False
+        steps_per_execution = 1
+
+        def __init__(self) -> None:
+            self.train_function = lambda *a: "as written"
+
+        def make_train_function(self, force: bool = False) -> None:
+            def ended(*a: object) -> None:
+                raise OutOfRangeError("End of sequence [[{{node IteratorGetNext}}]]")
+
+            self.train_function = ended
+
+    model = Model()
+    driver = SimpleNamespace(facts=SimpleNamespace(model=model, fit={"epochs": 2}))
+    variant = whatifs.keras_jit(driver)
+    assert not isinstance(variant, str)
+    variant.on()
+    with pytest.raises(OutOfRangeError):
+        model.train_function("iterator")
+    assert variant.errors == []
+    assert whatifs.data_ended(StopIteration()) and not whatifs.data_ended(ValueError())

@@ -217,6 +217,13 @@ def function_check(
     return same, text
 
 
+def data_ended(exc: BaseException) -> bool:
+    """Whether ``exc`` is the end of the data (``StopIteration``, TensorFlow's
+    ``OutOfRangeError``): fit's epoch loop stops on it, as written; no what-if's failure (fit on
+    a TFRecord set of unknown length read "XLA: could not be applied: OutOfRangeError")."""
+    return isinstance(exc, StopIteration) or type(exc).__name__ == "OutOfRangeError"
+
+
 # --- TF1: the step's session.run as a native callable -------------------------------------------
 
 
@@ -726,6 +733,8 @@ def keras_jit(driver: StepDriver) -> Variant | str:
         try:
             return built[0](*args, **kwargs)
         except Exception as exc:  # XLA cannot compile it: off, this batch as written
+            if data_ended(exc):
+                raise  # the epoch's data ended: fit's own loop control (a TFRecord set's end)
             variant.errors.append(error_line(exc))
             model.train_function = base
             return base(*args, **kwargs)
@@ -799,9 +808,9 @@ def keras_steps(driver: StepDriver, k: int) -> Variant | str:
             model.steps_per_execution = k
             try:
                 state["logs"] = built[0](iterator)
-            except StopIteration:
-                raise
             except Exception as exc:  # off; this batch as written
+                if data_ended(exc):
+                    raise  # the epoch's data ended: fit's own loop control
                 variant.errors.append(error_line(exc))
                 model.train_function = base
                 return base(iterator)
