@@ -1364,6 +1364,15 @@ def test_a_fit_per_iteration_with_one_boundary_in_the_windows_is_costed_from_the
     assert f["epoch_boundaries"] == 3 and "the lower half's median of 3 fit call" in f["epoch_what"]
     assert f["epoch_work"].startswith("model.evaluate, called 10 times (590 ms the median call")
     assert 20 < f["epoch_share_pct"] < 25
+    # One fit of many epochs with evaluate before and after it (the transfer-learning
+    # tutorial's): those calls are not at its epoch boundaries (a callback's would be inside
+    # fit, not counted).
+    one = {**fit, "calls": 1, "epochs": 10, "validation": True}
+    f = {}
+    performance._epoch_facts(
+        f, SimpleNamespace(script={**script, "fit": one, "keras_calls": calls}), wa
+    )
+    assert "evaluate" not in f["epoch_work"] and "evaluate call" not in f["epoch_fix"]
     # Under two such boundaries: nothing is costed from them.
     assert (
         performance._long_boundaries({**script, "long_steps": {"steps": rows[:3]}}, step_ns) is None

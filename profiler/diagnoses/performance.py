@@ -701,7 +701,11 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
     # model.evaluate on 512 rows: 144 ms of each 153 ms boundary; 44% of the loop without the
     # profiler, the fit calls' own set-up 28%).
     boundaries = calls if per_call else int(fit.get("epochs") or 0)
-    between = _boundary_calls(trace, boundaries, e.excess_ns)
+    # Only between fit calls: a Keras call made at a single fit's epoch boundaries is inside
+    # fit (a callback's) and not counted; those counted were made before or after it (a
+    # transfer-learning tutorial's evaluate before and after training read "model.evaluate,
+    # called 2 times at each of the 12-batch epochs", "validate inside fit instead").
+    between = _boundary_calls(trace, boundaries, e.excess_ns) if per_call else None
     if between:
         work.append(between[0])
     arrays = fit.get("x_kind") == "arrays"
