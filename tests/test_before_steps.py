@@ -163,3 +163,26 @@ def test_the_time_budget_line_names_the_sampled_parts_and_the_runs_note_the_what
     ]
     note = focus_view._runs_note({"runs": [{"wall_s": 5.0}, {"wall_s": 4.0}]}, phases)
     assert note.endswith("timed in the first; whatif in runs 1 and 2."), note
+
+
+def test_a_steps_span_mostly_beyond_steady_steps_is_split_into_the_first_steps_and_the_rest():
+    """A transfer-learning tutorial: 48 steps of ~115 ms in a 25.5 s span, the first 3 taking
+    5.9 s more (the train function's trace), the rest its later traces after a recompile and
+    its validations: the time budget line says so, where it had only "25.5 s ... (48 steps)"."""
+    from reports import focus_view
+
+    script = {
+        "wall_s": 39.8,
+        "steps": 48,
+        "time": {"before_s": 11.9, "steps_s": 25.5, "after_s": 2.4},
+    }
+    one_off = {"warmup_steps": 3, "warmup_excess_ms": 5950.0}
+    line = focus_view._budget(script, None, 115_304.0, one_off)
+    assert (
+        "25.5 s from its first step to its last (48 steps; at the median step they would "
+        "take 5.5 s: the first 3 took 6.0 s more (tracing, compiling and first calls, paid "
+        "once), 14.0 s more in the slow steps" in line
+    ), line
+    # Steady steps most of the span, and the steps most of the run: no line.
+    steady = {**script, "wall_s": 8.0, "time": {"before_s": 0.8, "steps_s": 7.0, "after_s": 0.2}}
+    assert focus_view._budget(steady, None, 115_304.0, one_off) == ""
