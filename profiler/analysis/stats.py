@@ -519,6 +519,13 @@ class EpochCost:
     clean: int = 0
 
 
+#: The phase whose instrument pauses the process to read every thread's stack (py-spy): an
+#: epoch boundary in its window is no measure of one (a transfer-learning fit's validation,
+#: 0.16 s elsewhere, took 2.8 s there, its tf.data threads paused with the rest, and the
+#: epochs read "77% of the training time" where ~20% was measured without the profiler).
+PAUSING_PHASE = "sampled"
+
+
 def epoch_cost(trace: WorkloadTrace, steps_per_epoch: int, first_step: int) -> EpochCost | None:
     """The cost of each epoch boundary, from every window after the warm-up; None if no
     boundary fell into one (or an epoch is one batch)."""
@@ -532,7 +539,7 @@ def epoch_cost(trace: WorkloadTrace, steps_per_epoch: int, first_step: int) -> E
     found: list[tuple[int, int]] = []
     clean = 0
     for p in trace.phases:
-        if p.window is None or not p.window.n_steps:
+        if p.window is None or not p.window.n_steps or p.name == PAUSING_PHASE:
             continue
         med = median_ns(list(p.window.durations_ns()))
         if med <= 0:
