@@ -607,6 +607,10 @@ def test_an_epoch_boundary_in_an_instrumented_window_counts_at_the_timed_steps_s
     assert cost.excess_ns == 2 * ms and cost.batch_ns == ms
     assert cost.share == pytest.approx(2 / 12) and cost.low_share == pytest.approx(2 / 12)
     # Measured absolute, the slow window's 6 ms would have read 6 / 16 of an epoch.
+    # The same boundaries in the sampled window: py-spy pauses every thread (a validation's
+    # tf.data threads too: 0.16 s took 2.8 s there), so they count for nothing.
+    paused = _windows_trace(10, [("timed", 0, timed), ("sampled", 20, slow)])
+    assert stats.epoch_cost(paused, 10, 0) is None
 
 
 def test_slow_steps_repeat_across_windows_at_their_own_speed_and_the_sampler_pauses_are_left_out():
