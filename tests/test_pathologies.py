@@ -59,6 +59,7 @@ def test_every_loop_is_marked_and_loops_that_train_are_told_apart(tmp_path: Path
     g = {
         source.LOOP_MARK: lambda k: seen.append(("mark", k)),
         source.LOOP_END: lambda k: seen.append(("end", k)),
+        source.LOOP_ON: bytearray([1] * 3),
     }
     exec(src.compile(), g)
     assert seen.count(("mark", 0)) == 5 and seen.count(("mark", 2)) == 10
