@@ -325,10 +325,15 @@ def flame_graphs(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 "status": p["status"],
                 "reason": p.get("reason", ""),
                 "href": f"workloads/{w['slug']}/flamegraph.svg" if svg else None,
-                "speedscope": (
-                    f"workloads/{w['slug']}/pyspy.speedscope.json"
-                    if "pyspy.speedscope.json" in (p.get("artefacts") or [])
-                    else None
+                # The sampled phase's file, or the start-up capture's where it is the whole run
+                # (no step found: ``startup.speedscope.json``).
+                "speedscope": next(
+                    (
+                        f"workloads/{w['slug']}/{a}"
+                        for a in p.get("artefacts") or []
+                        if str(a).endswith("speedscope.json")
+                    ),
+                    None,
                 ),
                 "samples": (s.get("samples") or {}).get("in_steps"),
                 "rate_hz": s.get("rate_hz"),

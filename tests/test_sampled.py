@@ -88,6 +88,10 @@ def test_speedscope_becomes_samples() -> None:
     assert samples[3].frames[-1].native  # an unresolved libc address
     # Without the main thread's id, threads keep their py-spy names.
     assert {s.thread for s in pyspy.parse_speedscope(_doc())} == {"MainThread 100", "loader 101"}
+    # The first half of each thread's samples, in the order py-spy took them (the start-up
+    # capture keeps those before the first step): the main thread's first two.
+    head = pyspy.parse_speedscope(_doc(), main_tid=100, head=0.5)
+    assert [(s.count, s.thread) for s in head if s.thread == "main"] == [(2, "main")]
 
 
 def test_collapsed_text_round_trips() -> None:
