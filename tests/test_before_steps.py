@@ -189,3 +189,37 @@ def test_a_steps_span_mostly_beyond_steady_steps_is_split_into_the_first_steps_a
     # Steady steps most of the span, and the steps most of the run: no line.
     steady = {**script, "wall_s": 8.0, "time": {"before_s": 0.8, "steps_s": 7.0, "after_s": 0.2}}
     assert focus_view._budget(steady, None, 115_304.0, one_off) == ""
+
+
+def test_the_start_up_samples_keep_only_the_frames_the_parts_read():
+    """A TensorFlow script's start-up: hundreds of distinct stacks of up to ~100 frames, 3.5-5.5
+    MB of the trace (whose save then failed in a script run out of memory). Kept: the script's
+    own frames, the one below the innermost, one import frame; the parts are the same."""
+    from profiler.capture.script.startup import compact
+
+    tf = "/v/site-packages/tensorflow/"
+    samples = [
+        _at(
+            MODULE,
+            IMPORT,
+            Frame("a", "<frozen importlib._bootstrap>", 2),
+            Frame("<module>", tf + f"m{i}.py", i),
+            Frame("f", tf + "x.py", 3),
+            count=1,
+        )
+        for i in range(40)
+    ] + [
+        _at(
+            Frame("<module>", SCRIPT, 12),
+            Frame("make_data", SCRIPT, 7),
+            Frame("mean", "/v/site-packages/numpy/core/_methods.py", i),
+            Frame("g", "/v/site-packages/numpy/core/x.py", 1),
+            count=2,
+        )
+        for i in range(30)
+    ]
+    kept = compact(samples)
+    assert len(kept) == 2 and sum(s.count for s in kept) == 100
+    assert max(len(s.frames) for s in kept) <= 3
+    full = before_steps.analyse(samples, SCRIPT_RECORD)
+    assert before_steps.analyse(kept, SCRIPT_RECORD) == full

@@ -730,7 +730,13 @@ class ScriptRun:
         if out.error and status == OK:
             status, error = FAILED, out.error
         trace = self.trace(out, status, error)
-        trace.save(self.workload_dir / MODEL_FILE)
+        try:
+            trace.save(self.workload_dir / MODEL_FILE)
+        except MemoryError:
+            # A script that ran out of memory: what ran before its first step is the part
+            # of the record to give up, not the rest.
+            trace = dataclasses.replace(trace, before_steps=())
+            trace.save(self.workload_dir / MODEL_FILE)
         if self.memory is not None:
             self.memory.drop_spill()  # the trace holds the whole record now
         if status == FAILED:
