@@ -119,7 +119,7 @@ BEFORE_PARTS = 3
 
 
 def _before(before: Mapping[str, Any] | None) -> str:
-    """``importing modules 2.1 s; make_data (train.py line 42) in its own Python 1.9 s``, or
+    """``importing modules 2.1 s; make_data (train.py line 42) in its own code 1.9 s``, or
     ``imports, data, model`` when the time before the first step was not sampled."""
     parts = [
         p

@@ -62,7 +62,7 @@ def test_samples_are_parted_into_imports_own_functions_watched_steps_and_other()
     assert got is not None and got.samples == 20 and got.sampled_s == 2.0
     by = {(p.kind, p.function): p for p in got.parts}
     make = by[("own", "make_data")]
-    assert (make.samples, make.line, make.inside, make.file) == (10, 7, "its own Python", "prep.py")
+    assert (make.samples, make.line, make.inside, make.file) == (10, 7, "its own code", "prep.py")
     assert make.seconds == pytest.approx(2.0 * 10 / 20)
     assert by[("own", "scale")].inside == "numpy"
     assert by[("imports", "")].samples == 4
@@ -70,7 +70,7 @@ def test_samples_are_parted_into_imports_own_functions_watched_steps_and_other()
     assert next(p.kind for p in got.parts) == "own"  # largest first
     assert before_steps.label(
         **{k: getattr(make, k) for k in ("kind", "function", "file", "line", "inside")}
-    ) == ("make_data (prep.py line 7) in its own Python")
+    ) == ("make_data (prep.py line 7) in its own code")
     # Without samples or time: not measured, not zero.
     assert before_steps.analyse([], SCRIPT_RECORD) is None
     assert before_steps.analyse(samples, {**SCRIPT_RECORD, "startup": {}}) is None
@@ -111,11 +111,12 @@ def test_a_python_data_preparation_before_the_first_step_is_named_with_its_share
     assert auto["chosen_line"] == _line(PREP, "for i in range(0, len(X), 256):"), auto["why"]
     parts = w["before_steps"]["parts"]
     top = parts[0]
-    assert (top["kind"], top["function"], top["inside"]) == ("own", "make_data", "its own Python")
+    assert (top["kind"], top["function"], top["inside"]) == ("own", "make_data", "its own code")
     assert top["share"] >= 0.5, parts
     doc = json.loads((only_run(tmp_path) / "summary.json").read_text())
     (d,) = [d for d in doc["diagnoses"] if d["rule"] == "slow_start"]
     assert "in make_data (prep.py line" in d["message"] and "vectorise it" in d["fix"]
+    assert d["fix"].startswith("It runs once, before training: compute it once and save")
     assert not [d for d in doc["diagnoses"] if d["rule"] == "per_sample_loop"]
     assert "before its first step (make_data (prep.py line" in out.stdout
 
@@ -136,7 +137,7 @@ def test_the_time_budget_line_names_the_sampled_parts_and_the_runs_note_the_what
                 "kind": "own",
                 "function": "make_data",
                 "line": 7,
-                "inside": "its own Python",
+                "inside": "its own code",
                 "share": 0.6,
                 "seconds": 3.3,
             },
@@ -146,7 +147,7 @@ def test_the_time_budget_line_names_the_sampled_parts_and_the_runs_note_the_what
     }
     assert focus_view._budget(script, before) == (
         "The script ran 10.0 s: 6.0 s before its first step (make_data (prep.py line 7) in its "
-        "own Python 3.3 s; importing modules 1.7 s), 3.0 s from its first step to its last "
+        "own code 3.3 s; importing modules 1.7 s), 3.0 s from its first step to its last "
         "(100 steps), 1.0 s after it."
     )
     # Not sampled: what it holds is said, not invented.

@@ -34,8 +34,9 @@ OTHER = "other"
 #: The automatic step's loop iterations watched before the first step (steps all the same:
 #: the time budget counts them with the steps, ``script.time.watched_s``).
 WATCHED = "watched"
-#: What an own function ran in, when its frame is the innermost Python frame.
-OWN_PYTHON = "its own Python"
+#: What an own function ran in, when its frame is the innermost Python frame: its Python, or a
+#: C function it calls (without native frames, numpy's ``np.random.randn`` is its line's).
+OWN_PYTHON = "its own code"
 #: Packages named as what an own function ran in (the first package frame below it).
 PACKAGES = {"tensorflow": "TensorFlow", "keras": "Keras", "numpy": "numpy", "tf_keras": "Keras"}
 
@@ -49,7 +50,7 @@ class Part:
             loop's iterations watched to choose it: a frame in it on the stack) or ``other``.
         function, file, line: an own function, its file's name and its line with the most
             samples (empty and 0 for the other kinds).
-        inside: what an own function's samples ran in most (``its own Python``, ``numpy``,
+        inside: what an own function's samples ran in most (``its own code``, ``numpy``,
             ``TensorFlow``, ``Keras`` or a package's name).
         samples: main-thread samples.
         share: of the samples before the first step.
@@ -206,7 +207,7 @@ def analyse(samples: Sequence[Sample], script: Mapping[str, Any]) -> BeforeSteps
 
 def label(kind: str, function: str = "", file: str = "", line: int = 0, inside: str = "") -> str:
     """A part in words (a ``Part``'s fields, or the summary's): ``importing modules``,
-    ``make_data (train.py line 42) in its own Python``."""
+    ``make_data (train.py line 42) in its own code``."""
     if kind == IMPORTS:
         return "importing modules"
     if kind == OTHER:

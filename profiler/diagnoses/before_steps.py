@@ -53,8 +53,8 @@ def start_facts(f: dict[str, Any], trace: Any) -> None:
     f["start_steps_s"] = float(t.get("steps_s") or 0.0) + watched_s
     f["start_cost_per_step_us"] = p.seconds * 1e6 / (steps + watched)
     f["start_fix"] = (
-        "vectorise it (whole-array numpy operations instead of a loop over items), or compute "
-        "it once and save the result (np.save) for later runs to load"
+        "compute it once and save the result (np.save) for later runs to load, and where it "
+        "loops over items in Python, vectorise it (whole-array numpy operations)"
         if p.inside == before_steps.OWN_PYTHON
         else f"compute it once and save the result (np.save) for later runs to load, or call "
         f"{p.inside} on whole arrays rather than item by item"
