@@ -20,13 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from profiler.analysis.sampling import is_own_frame
 from profiler.model import Frame, Sample
-
-#: This toolkit's own source folder (an editable install is in no site-packages).
-_OWN = str(Path(__file__).resolve().parents[1]) + "/"
 
 IMPORTS = "imports"
 OWN = "own"
@@ -101,9 +98,7 @@ def _own_index(frames: Sequence[Frame]) -> int | None:
     found = None
     for i in range(len(frames) - 1, -1, -1):
         f = frames[i]
-        if f.native or not f.file or f.file.startswith("<"):
-            continue
-        if "-packages/" in f.file or "/lib/python3." in f.file or f.file.startswith(_OWN):
+        if not is_own_frame(f):
             continue
         if found is None:
             found = i

@@ -199,16 +199,19 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
 _OWN = str(Path(__file__).resolve().parents[1]) + "/"
 
 
+def is_own_frame(f: Frame) -> bool:
+    """A frame of the user's own code: not native, not an installed package's, not the
+    standard library's, not this toolkit's (its loop marks run in the script's loops)."""
+    if f.native or not f.file or f.file.startswith("<"):
+        return False
+    return not ("-packages/" in f.file or "/lib/python3." in f.file or f.file.startswith(_OWN))
+
+
 def _innermost_own(frames: tuple[Frame, ...]) -> str | None:
-    """The innermost frame of the user's own code (not an installed package's, not the
-    standard library's, not this toolkit's: its loop marks run in the script's loops), as
-    ``function (file)``."""
+    """The innermost frame of the user's own code (``is_own_frame``), as ``function (file)``."""
     for f in reversed(frames):
-        if f.native or not f.file or f.file.startswith("<"):
-            continue
-        if "-packages/" in f.file or "/lib/python3." in f.file or f.file.startswith(_OWN):
-            continue
-        return f"{f.function} ({f.file.rsplit('/', 1)[-1]})"
+        if is_own_frame(f):
+            return f"{f.function} ({f.file.rsplit('/', 1)[-1]})"
     return None
 
 
