@@ -64,7 +64,9 @@ def _check_merged(out, w: dict, may_miss: tuple[str, ...] = ()) -> None:
     assert s["rerun"]["mode"] == "auto" and len(s["runs"]) >= 2
     # Within the budget the first run set (the last run may be the one that crossed it by
     # less than a run's length: each run is expected to take as long as the one before).
-    assert s["rerun"]["spent_s"] <= s["rerun"]["budget_s"] + max(r["wall_s"] for r in s["runs"])
+    # A run for the sampled or framework phase may go CORE_EXTRA_S past it.
+    allowed = s["rerun"]["budget_s"] + rerun.CORE_EXTRA_S
+    assert s["rerun"]["spent_s"] <= allowed + max(r["wall_s"] for r in s["runs"])
     # One line said it ran again and why; the final lines say what was merged; the
     # stale "got no steps" hint is gone.
     assert "again:" in out.stderr and "got no steps" in out.stderr
@@ -189,6 +191,21 @@ def test_another_run_only_while_it_fits_the_budget_or_as_given() -> None:
     assert not rerun.another(None, 0, first, first, 60.8)
     assert rerun.expected_ns(["whatif", "lines"], first, 13.6) == first
     assert rerun.expected_ns(["whatif"], first, None) == first
+
+
+def test_a_run_for_the_kernels_or_the_samples_may_go_past_the_budget_by_its_extra() -> None:
+    # The 331-step TF1 course script beside other work: 21 s spent of a 33 s budget, a run
+    # expected to take 12 s; the framework phase still missing gets it, the lines alone do not.
+    s = 10**9
+    for missing, runs in ((["framework", "lines"], True), (["lines", "whatif"], False)):
+        allowed = rerun.budget_for(missing, 33.0)
+        assert rerun.another(None, 1, 21 * s, 13 * s, allowed) is runs, (missing, allowed)
+    assert rerun.budget_for(["sampled"], 33.0) == 33.0 + rerun.CORE_EXTRA_S
+    assert rerun.budget_for(["sampled"], None) is None
+    line = rerun.again_line("t.py", ["framework"], 331, 2, 21 * s, 53.0)
+    assert "of a 53 s budget, 20 s more than the other phases get" in line, line
+    text = rerun.message("ran", ["framework"], [], 4.4, 12 * s, 33.2)
+    assert "33 s: 3x the script's 4.4 s + 20 s, and 20 s more while the kernels" in text, text
 
 
 def test_the_final_message_names_what_is_missing_and_the_repeat_that_measures_it() -> None:
