@@ -22,8 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from profiler.analysis.sampling import is_own_frame
-from profiler.model import Frame, Sample
+from profiler.model import Frame, Sample, is_own_frame
 
 IMPORTS = "imports"
 OWN = "own"

@@ -23,11 +23,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from profiler.analysis import stacks as rules
 from profiler.capture.collectors.pyspy import MAIN_THREAD
-from profiler.model import CATEGORIES, Frame, Sample
+from profiler.model import CATEGORIES, Frame, Sample, is_own_frame
 
 #: Where TensorFlow calls back into Python from its own threads: a tf.data ``py_function``,
 #: ``numpy_function`` or ``from_generator`` (a Keras ``PyDataset`` is one) runs there.
@@ -193,18 +192,6 @@ def analyse(samples: Sequence[Sample], top: int = 10) -> Analysis:
         loading=waits["loading"].most_common(3),
         pooled=waits["pooled"].most_common(3),
     )
-
-
-#: This toolkit's own source folder (an editable install is in no site-packages).
-_OWN = str(Path(__file__).resolve().parents[1]) + "/"
-
-
-def is_own_frame(f: Frame) -> bool:
-    """A frame of the user's own code: not native, not an installed package's, not the
-    standard library's, not this toolkit's (its loop marks run in the script's loops)."""
-    if f.native or not f.file or f.file.startswith("<"):
-        return False
-    return not ("-packages/" in f.file or "/lib/python3." in f.file or f.file.startswith(_OWN))
 
 
 def _innermost_own(frames: tuple[Frame, ...]) -> str | None:

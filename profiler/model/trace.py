@@ -244,6 +244,20 @@ class Frame:
     native: bool = False
 
 
+#: This toolkit's own source folder: its frames are not the user's.
+_TOOLKIT_DIR = str(Path(__file__).resolve().parents[1]) + "/"
+
+
+def is_own_frame(f: Frame) -> bool:
+    """A frame of the user's own code: not native, not an installed package's, not the
+    standard library's, not this toolkit's (its loop marks run in the script's loops)."""
+    if f.native or not f.file or f.file.startswith("<"):
+        return False
+    return not (
+        "-packages/" in f.file or "/lib/python3." in f.file or f.file.startswith(_TOOLKIT_DIR)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Sample:
     """A distinct stack (root first, leaf last) and how many times it was sampled."""

@@ -23,31 +23,15 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from profiler.capture.collectors import pyspy
 from profiler.capture.phases import PhaseContext, PhaseUnavailable
 from profiler.capture.phases import sampled as sampled_mod
-from profiler.model import Frame, PhaseRecord, Sample, Window
+from profiler.model import Frame, PhaseRecord, Sample, Window, is_own_frame
 
 #: The start-up capture's py-spy output and log, in the workload's folder.
 STARTUP_FILES = ("startup.speedscope.json", "startup.pyspy.log")
-
-
-#: This toolkit's own source folder: its frames say nothing of the script's start-up.
-_TOOLKIT = str(Path(__file__).resolve().parents[2]) + "/"
-
-
-def _own(f: Frame) -> bool:
-    return not (
-        f.native
-        or not f.file
-        or f.file.startswith("<")
-        or "-packages/" in f.file
-        or "/lib/python3." in f.file
-        or f.file.startswith(_TOOLKIT)
-    )
 
 
 def compact(samples: Iterable[Sample]) -> tuple[Sample, ...]:
@@ -59,7 +43,7 @@ def compact(samples: Iterable[Sample]) -> tuple[Sample, ...]:
     merged: dict[tuple[Frame, ...], int] = {}
     for s in samples:
         frames = s.frames
-        own = [i for i, f in enumerate(frames) if _own(f)]
+        own = [i for i, f in enumerate(frames) if is_own_frame(f)]
         keep = list(own)
         below = None
         if own:
