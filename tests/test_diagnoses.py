@@ -348,8 +348,8 @@ def test_a_fit_on_arrays_is_told_to_build_its_dataset_once_and_its_validation_is
         "numpy arrays"
     )
     assert (
-        "(its validation, timed: 90,000 µs of it; the rest is the next epoch's set-up)"
-        in (f["epoch_what"])
+        "(its validation, timed: 90,000 µs of it; the rest, not timed apart: fit's own epoch "
+        "end and the next epoch's set-up)" in (f["epoch_what"])
     )
     # No boundary in the timed window (all in instrumented ones, which slow a validation more
     # than the batches: a 24,000-row validation read 6.0 s a boundary, 2.1 s as written, 2.3 s
@@ -1316,13 +1316,98 @@ def test_a_callbacks_epoch_end_is_timed_and_named_in_the_boundary_it_costs() -> 
     f: dict = {}
     performance._epoch_facts(f, SimpleNamespace(script={"fit": fit}), SimpleNamespace(
         epochs=epochs, attribution=att))  # fmt: skip
-    assert "ModelCheckpoint's epoch end, timed: 31,000 µs; the rest is" in f["epoch_what"]
+    assert "ModelCheckpoint's epoch end, timed: 31,000 µs; the rest, not timed" in f["epoch_what"]
     assert "CSVLogger's epoch end" not in f["epoch_what"]
     assert (
         "ModelCheckpoint (31.0 ms an epoch, timed), CSVLogger (0.1 ms an epoch" in (f["epoch_work"])
     )
     assert "(ModelCheckpoint: every few epochs" in f["epoch_fix"]
     assert "CSVLogger" not in f["epoch_fix"]
+
+
+def test_the_validation_fix_leads_where_it_outweighs_tensorboards_timed_histograms() -> None:
+    """A callbacks-heavy fit (TensorBoard(histogram_freq=1), ModelCheckpoint, EarlyStopping;
+    20-batch epochs): validation 310 ms of a 600 ms boundary, TensorBoard's epoch end 26 ms.
+    It was told histogram_freq=0 first, which saved nothing measurable without the profiler."""
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    cbs = ["TensorBoard", "ModelCheckpoint", "EarlyStopping"]
+    ends = [[c, ms, False] for c, ms in zip(cbs, (25.6, 20.9, 0.4), strict=True)] * 4
+    fit = {"epochs": 20, "calls": 1, "callbacks": cbs, "histogram_freq": 1,
+           "validation": True, "steps_per_epoch": 20, "epoch_ends": ends, "x_kind": "arrays",
+           "validations_ns": [900_000_000] + [310_000_000] * 4}  # fmt: skip
+    epochs = SimpleNamespace(excess_ns=600_000_000, share=0.6, low_share=0.5,
+                             steps_per_epoch=20, boundaries=5, clean=2)  # fmt: skip
+    wa = SimpleNamespace(epochs=epochs, attribution=SimpleNamespace(reference_ns=18_000_000))
+    f: dict = {}
+    performance._epoch_facts(f, SimpleNamespace(script={"fit": fit}), wa)
+    fixes = f["epoch_fix"].split("; ")
+    assert fixes[0].startswith("validate on fewer batches (validation_steps)"), fixes
+    assert fixes[1].startswith("TensorBoard(histogram_freq=1) writes a histogram"), fixes
+    # Arrays: the longer epochs need the data repeated (fit stops where it ends).
+    assert "repeated with .repeat(): fit stops where the data ends" in fixes[-1], fixes
+    # Every boundary instrumented: the validation and the callbacks' epoch ends, each timed as
+    # written, are the boundary's cost (the validation alone read 23% where the boundaries took
+    # 46-64% without the profiler).
+    f = {}
+    from profiler.analysis.stats import EpochCost
+
+    every = EpochCost(20, 5, 600_000_000, 18_000_000, 0.62, 0.55, clean=0)
+    wa_all = SimpleNamespace(epochs=every, attribution=wa.attribution)
+    performance._epoch_facts(f, SimpleNamespace(script={"fit": fit}), wa_all)
+    assert f["epoch_excess_us"] == pytest.approx(310_000 + 46_900), f
+    assert f["epoch_what"].startswith(
+        "every epoch's validation and epoch-end callbacks take 356,900 µs (the callbacks' epoch "
+        "ends 46,900 µs, timed as written; the validation 310,000 µs"
+    ), f["epoch_what"]
+    # Where TensorBoard's epoch end is the larger, or no validation was timed, it leads.
+    slow_tb = [[c, ms, False] for c, ms in zip(cbs, (400.0, 20.9, 0.4), strict=True)] * 4
+    f = {}
+    performance._epoch_facts(f, SimpleNamespace(script={"fit": {**fit, "epoch_ends": slow_tb}}), wa)
+    assert f["epoch_fix"].startswith("TensorBoard(histogram_freq=1)"), f["epoch_fix"]
+
+
+def test_a_shuffle_after_a_map_is_named_at_the_epochs_start_with_its_fix() -> None:
+    """6,000 JPEG records decoded by a map, then shuffle(10000), fit for 4 epochs: each epoch's
+    first batch waited ~1 s for the buffer (17% of the epoch without the profiler, 0.04 s
+    with the records shuffled before the map); the answer was "compute-bound"."""
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    stages = [
+        {"kind": "from_tensor_slices"},
+        {"kind": "map", "function": "parse (t.py:3)"},
+        {"kind": "shuffle", "detail": "10000"},
+        {"kind": "batch", "detail": "32"},
+    ]
+    pipe = {"iterations": 8, "stages": stages}
+    script = {"pipelines": [pipe]}
+    what, fix = performance._shuffle_refill(script)
+    assert what.startswith("the shuffle(10000) buffer, refilled through the map at each epoch")
+    assert fix.startswith("shuffle before the map") and ".map(...).cache().shuffle(10000)" in fix
+    # A cache between the map and the shuffle, or the shuffle before the map: nothing to say.
+    cached = [*stages[:2], {"kind": "cache"}, *stages[2:]]
+    assert performance._shuffle_refill({"pipelines": [{"stages": cached}]}) is None
+    first = [stages[0], stages[2], stages[1], stages[3]]
+    assert performance._shuffle_refill({"pipelines": [{"stages": first}]}) is None
+    # In the boundary's finding, from the long steps outside the windows.
+    # One boundary outside the windows (the others in the what-ifs' steps) is enough at 30x.
+    rows = [{"step": 564, "us": 1_000_000.0, "median_us": 33_000.0, "phase": ""}]
+    fit = {"epochs": 4, "calls": 1, "callbacks": [], "steps_per_epoch": 188, "first_step": 0,
+           "x_kind": "dataset"}  # fmt: skip
+    wa = SimpleNamespace(epochs=None, attribution=SimpleNamespace(reference_ns=33_000_000))
+    f: dict = {}
+    trace = SimpleNamespace(script={**script, "fit": fit, "long_steps": {"steps": rows}})
+    performance._epoch_facts(f, trace, wa)
+    assert f["epoch_work"].startswith("the shuffle(10000) buffer, refilled"), f["epoch_work"]
+    assert f["epoch_fix"].startswith("shuffle before the map"), f["epoch_fix"]
+    assert 13 < f["epoch_share_pct"] < 15, f
+    assert "(one epoch boundary outside the instrumented windows" in f["epoch_what"]
+    rule = next(r for r in performance.RULES if r.id == "per_epoch_cost")
+    assert rule.when({**f, "epoch_boundaries": 1})
 
 
 def test_a_fit_per_iteration_with_one_boundary_in_the_windows_is_costed_from_the_long_steps():
@@ -1377,10 +1462,12 @@ def test_a_fit_per_iteration_with_one_boundary_in_the_windows_is_costed_from_the
         f, SimpleNamespace(script={**script, "fit": one, "keras_calls": calls}), wa
     )
     assert "evaluate" not in f["epoch_work"] and "evaluate call" not in f["epoch_fix"]
-    # Under two such boundaries: nothing is costed from them.
-    assert (
-        performance._long_boundaries({**script, "long_steps": {"steps": rows[:3]}}, step_ns) is None
-    )
+    # One such boundary is costed alone only far beyond a preemption (10x the steps around it
+    # and 100 ms more): 530 ms against 30 ms steps is; 90 ms is not.
+    one = performance._long_boundaries({**script, "long_steps": {"steps": rows[:3]}}, step_ns)
+    assert one is not None and one.boundaries == 1
+    short = [*rows[:2], row(126, 90_000.0)]
+    assert performance._long_boundaries({**script, "long_steps": {"steps": short}}, step_ns) is None
 
 
 def test_epoch_boundaries_all_instrumented_take_the_validations_lower_half_where_less():
@@ -1412,3 +1499,18 @@ def test_epoch_boundaries_all_instrumented_take_the_validations_lower_half_where
     assert f["epoch_excess_us"] == pytest.approx(86_000)
     assert "the lower half's median of those after the first" in f["epoch_what"]
     assert 20 < f["epoch_share_pct"] < 30
+
+
+def test_periodic_slow_steps_whose_line_trains_the_model_are_not_told_to_run_it_less_often():
+    # Gradient accumulation (StackOverflow's "accumulate gradients in TF2", eager): the update
+    # every 4 micro-batches is the training's, 13.5 ms eagerly and 0.9 ms in a tf.function
+    # without the profiler; it was told "run it less often ... a step's own cost does not
+    # change it".
+    from profiler.diagnoses import performance
+
+    fix = performance._slow_fix("optimizer.apply_gradients(zip(accum, vars))", 4, "tf2")
+    assert fix.startswith("it updates the model once every 4 steps (accumulated gradients)")
+    assert "in a tf.function" in fix and "less often" in fix
+    assert "tf.function" not in performance._slow_fix("opt.apply_gradients(g)", 4, "numpy")
+    other = performance._slow_fix("acc = evaluate(model, x_test)", 10, "tf2")
+    assert other.startswith("run it less often, on fewer samples")

@@ -353,7 +353,7 @@ def test_an_array_made_anew_larger_each_step_is_named_as_the_growth_with_its_fix
     assert "make `w_history` once after the loop (np.array(rows))" in fix
 
 
-def test_a_slow_memory_probe_is_kept_for_the_long_steps_to_leave_out() -> None:
+def test_a_slow_memory_probe_is_kept_and_taken_off_the_long_step_it_fell_in() -> None:
     from profiler.capture.memory import RssSampler
     from profiler.capture.script.driver import long_steps
 
@@ -373,9 +373,17 @@ def test_a_slow_memory_probe_is_kept_for_the_long_steps_to_leave_out() -> None:
     ends = array.array("q", [(i + 1) * ms for i in range(100)])
     for i in range(10, 100):
         ends[i] += 100 * ms  # step 10 stalled 100 ms by the probe
-    out = long_steps(0, ends, 0, sampler.probe_ns, [], {})
-    assert out["steps"] == [] and out["left_out"] == 1
+    # The probe's time is taken off the step it fell in: what is left is a step like the others.
+    out = long_steps(0, ends, 0, [], [], {}, probes=sampler.probe_ns)
+    assert out["steps"] == [] and out["left_out"] == 0
     assert long_steps(0, ends, 0, [], [], {})["steps"][0]["step"] == 10
+    # A 5 ms probe inside a 1 s step (a shuffle buffer refilling at an epoch's start) leaves
+    # the step long: it was left out, and no answer named the epochs' starts.
+    ends = array.array("q", [(i + 1) * ms for i in range(100)])
+    for i in range(30, 100):
+        ends[i] += 1000 * ms
+    out = long_steps(0, ends, 0, [], [], {}, probes=[300 * ms, 305 * ms])
+    assert [(r["step"], r["us"]) for r in out["steps"]] == [(30, 996_000.0)], out
 
 
 def test_the_probe_thread_reads_no_locals_while_the_main_thread_runs_the_profilers_code():

@@ -613,8 +613,17 @@ def _long_boundaries(script: dict[str, Any], step_ns: float) -> stats.EpochCost 
         and int(r["step"]) > first + per
         and (int(r["step"]) - first) % max(per, 1) == 0
     ]
-    if per < 2 or len(rows) < 2 or step_ns <= 0:
+    if per < 2 or step_ns <= 0 or not rows:
         return None
+    if len(rows) == 1:
+        # One is a recurring cost (the first boundary is left out) where it is far beyond any
+        # preemption (``long_steps.FEW_*``): a 4-epoch fit of 188-batch epochs had one boundary
+        # outside the windows and the what-ifs' steps, 640 ms against 22 ms batches (a shuffle
+        # buffer refilled through a map, ~1 s an epoch without the profiler).
+        (r,) = rows
+        us, med = float(r["us"]), float(r["median_us"])
+        if us < long_rules.FEW_FACTOR * med or (us - med) * 1e3 < long_rules.FEW_MIN_NS:
+            return None
     # Each as a multiple of the steps around it, at the timed window's step (the tenths of a
     # busy run go at different speeds).
     excess = sorted(max(float(r["us"]) / float(r["median_us"]) - 1.0, 0.0) * step_ns for r in rows)
@@ -670,19 +679,39 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         # batches (a 24,000-row validation read 6.0 s a boundary there, 2.1 s as written and
         # 2.3 s without the profiler): the validations timed as written, where less.
         f["epoch_instrumented_us"] = e.excess_ns / 1e3
+        # The callbacks' epoch ends, timed as written, are the boundary's too (a fit with
+        # TensorBoard's histograms and a checkpoint each epoch: validation 114 ms, the callbacks
+        # 107 ms; the validation alone read "23% of the training time" where its boundaries
+        # took 46-64% without the profiler).
+        ends_ns = min(sum(epoch_end_ms(fit).values()) * 1e6, max(e.excess_ns - own.excess_ns, 0))
+        batches = own.steps_per_epoch * own.batch_ns
+        least = own.low_share * batches / (1 - own.low_share) if own.low_share < 1 else 0.0
+        with_ends = own.excess_ns + ends_ns
+        f["epoch_ends_us"] = ends_ns / 1e3
+        f["epoch_validation_us"] = own.excess_ns / 1e3
         e = dataclasses.replace(
             e,
-            excess_ns=own.excess_ns,
-            share=own.share,
-            low_share=min(own.low_share, e.low_share),
+            excess_ns=int(with_ends),
+            share=with_ends / (with_ends + batches) if batches else own.share,
+            low_share=min((least + ends_ns) / (least + ends_ns + batches), e.low_share)
+            if batches
+            else min(own.low_share, e.low_share),
         )
     if e is None:
         return
+    ends_us = f.get("epoch_ends_us") or 0.0
+    validation_us = f.get("epoch_validation_us", e.excess_ns / 1e3)
     f["epoch_what"] = (
         f"every epoch's validation takes {e.excess_ns / 1e3:,.0f} µs ({e.boundaries} timed "
         "after the first, which traces its function)"
         if timed is not None
-        else f"every epoch's validation takes {e.excess_ns / 1e3:,.0f} µs ("
+        else (
+            f"every epoch's validation and epoch-end callbacks take {e.excess_ns / 1e3:,.0f} µs "
+            f"(the callbacks' epoch ends {ends_us:,.0f} µs, timed as written; the validation "
+            f"{validation_us:,.0f} µs, "
+            if ends_us >= 1
+            else f"every epoch's validation takes {e.excess_ns / 1e3:,.0f} µs ("
+        )
         + (
             "the lower half's median of those after the first, most timed while a phase "
             "instrumented the loop: load and the instruments only lengthen them"
@@ -696,6 +725,10 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         f"batch (the lower half's median of {e.boundaries} {{epoch_unit}} boundaries outside "
         "the instrumented windows, the first left out: load and the phases' after-effects only "
         "lengthen them)"
+        if outside is not None and e.boundaries > 1
+        else f"every {{epoch_unit}}'s first batch takes {e.excess_ns / 1e3:,.0f} µs more than a "
+        "batch (one {epoch_unit} boundary outside the instrumented windows, the first left "
+        "out: the others fell in the what-ifs' and the phases' switches)"
         if outside is not None
         else f"every {{epoch_unit}}'s first batch takes {e.excess_ns / 1e3:,.0f} µs more than a "
         f"batch ({e.boundaries} {{epoch_unit}} boundaries measured)"
@@ -705,6 +738,7 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
     f["epoch_low_pct"] = 100 * e.low_share
     f["steps_per_epoch"] = e.steps_per_epoch
     f["epoch_boundaries"] = e.boundaries
+    f["epoch_one_outside"] = outside is not None and e is outside and e.boundaries == 1
     # The excess spread over the epoch's batches: what it adds to an average step.
     f["epoch_cost_per_step_us"] = e.excess_ns / e.steps_per_epoch / 1e3
     work = []
@@ -754,6 +788,9 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         work.append(
             f"each of the {calls} fit calls' set-up (its data adapter, iterator and callbacks)"
         )
+    refill = _shuffle_refill(script)
+    if refill:
+        work.append(refill[0])
     f["epoch_work"] = " and ".join(work) or "the epoch's data iterator set-up"
     split = timed is None and outside is None and "epoch_instrumented_us" not in f
     costly = {c: ms for c, ms in ends.items() if ms * 1e3 >= CALLBACK_NAMED * e.excess_ns / 1e3}
@@ -763,8 +800,8 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         # ends too, timed as written (a checkpoint each epoch was "the next epoch's set-up").
         named = "".join(f"; {c}'s epoch end, timed: {ms * 1e3:,.0f} µs" for c, ms in costly.items())
         f["epoch_what"] += (
-            f" (its validation, timed: {own.excess_ns / 1e3:,.0f} µs of it{named}; the rest "
-            "is the next epoch's set-up)"
+            f" (its validation, timed: {own.excess_ns / 1e3:,.0f} µs of it{named}; the rest, "
+            "not timed apart: fit's own epoch end and the next epoch's set-up)"
         )
     fixes = []
     if recompiled:
@@ -777,15 +814,26 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         )
     if between:
         fixes.append(between[1])
+    if refill:
+        fixes.append(refill[1])
     histograms = int(fit.get("histogram_freq") or 0)
-    if histograms:
+    histogram_fix = (
+        f"TensorBoard(histogram_freq={histograms}) writes a histogram of every weight "
+        f"{'at each epoch' if histograms == 1 else f'every {histograms} epochs'}: "
+        "histogram_freq=0, or a larger one"
+    )
+    # The validation's fix first where its timed part is the larger (a callbacks-heavy fit:
+    # validation 310 ms of a 600 ms boundary, TensorBoard's epoch end 26 ms, was told
+    # histogram_freq=0 first; without the profiler histogram_freq=0 saved nothing measurable).
+    val_ns = own.excess_ns if own is not None else None
+    tb_ns = ends["TensorBoard"] * 1e6 if "TensorBoard" in ends else None
+    histograms_first = not (
+        fit.get("validation") and val_ns is not None and (tb_ns is None or tb_ns < val_ns)
+    )
+    if histograms and histograms_first:
         # The TensorBoard tutorial's histogram_freq=1: 56% of a small fit's loop without the
         # profiler, told "TensorBoard: update_freq, profile_batch=0" (profile_batch=0 set).
-        fixes.append(
-            f"TensorBoard(histogram_freq={histograms}) writes a histogram of every weight "
-            f"{'at each epoch' if histograms == 1 else f'every {histograms} epochs'}: "
-            "histogram_freq=0, or a larger one"
-        )
+        fixes.append(histogram_fix)
     if fit.get("validation"):
         # First: a validation set's evaluation is most of a boundary wherever it is large
         # (24,000 rows: 1.8 s of a boundary, the arrays' pipeline ~0.1 s of it).
@@ -803,6 +851,8 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
                 "validate less often (fit(validation_freq=k)) or on fewer batches "
                 "(validation_steps)"
             )
+    if histograms and not histograms_first:
+        fixes.append(histogram_fix)
     if arrays and not per_call:
         given = (
             "and the validation set as one too (split off from the arrays once, not "
@@ -838,11 +888,53 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         # of TensorBoard's update_freq).
         fixes.append(f"make the epoch-end callbacks cheaper ({'; '.join(cheaper)})")
     if not per_call:
+        # A finite data set runs out at its end: longer epochs need it repeated (the time
+        # series tutorial's window dataset was told "steps_per_epoch larger than 437" as is).
+        repeats = any(
+            st.get("kind") == "repeat"
+            for p in script.get("pipelines") or ()
+            for st in p.get("stages") or ()
+        )
         fixes.append(
             f"run fewer, longer epochs (steps_per_epoch larger than {e.steps_per_epoch}, "
-            "epochs fewer: the same batches)"
+            + (
+                "epochs fewer: the same batches)"
+                if repeats
+                else "epochs fewer, over the data "
+                "repeated with .repeat(): fit stops where the data ends)"
+            )
         )
     f["epoch_fix"] = "; ".join(fixes)
+
+
+def _shuffle_refill(script: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(what, fix) where the script's own tf.data pipeline shuffles after a map with no cache
+    between them: each epoch's first batch waits for the shuffle buffer to fill through the map
+    (6,000 JPEG records decoded, then shuffle(10000): ~1 s at each epoch's start against 33 ms
+    batches, 17% of the epoch without the profiler; 0.04 s with the records shuffled before
+    the map, or a cache after it)."""
+    for pipe in script.get("pipelines") or ():
+        if input_rules.keras_made(pipe):
+            continue
+        stages = list(pipe.get("stages") or ())
+        kinds = [str(st.get("kind")) for st in stages]
+        for i, kind in enumerate(kinds):
+            if kind != "shuffle" or "map" not in kinds[:i]:
+                continue
+            last_map = max(j for j in range(i) if kinds[j] == "map")
+            if "cache" in kinds[last_map:i]:
+                continue
+            size = str(stages[i].get("detail") or "").strip()
+            buffer = f"shuffle({size})" if size else "shuffle"
+            return (
+                f"the {buffer} buffer, refilled through the map at each epoch's start (each "
+                "epoch's first batch waits for it)",
+                f"shuffle before the map (the records or file names, not the mapped elements: "
+                f".shuffle(...) then .map(...)), or cache the mapped elements before the "
+                f"shuffle (.map(...).cache().{buffer}) where they fit in memory, or a smaller "
+                "buffer",
+            )
+    return None
 
 
 #: Callbacks that read the validation loss at each epoch's end.
@@ -1037,10 +1129,38 @@ def _slow_facts(f: dict[str, Any], trace: Any) -> None:
         f"Something runs every {slow.period or 0} steps besides the training step (an "
         "evaluation, a checkpoint, logging or a summary)"
     )
+    # A line that trains the model every Nth step (gradient accumulation's apply_gradients
+    # every 4 micro-batches): less often changes the training, a cheaper update does not (an
+    # eager apply_gradients and reset, 13.5 ms, took 0.9 ms in a tf.function, measured
+    # without the profiler; it was told "run it less often ... a step's own cost does not
+    # change it").
+    f["slow_fix"] = _slow_fix(line[0].source if line else "", slow.period or 0, f["framework"])
     # The slow steps' line calls the Keras method predict_in_loop names (a GAN's
     # generator.predict once an iteration of three train_on_batch steps): that finding's.
     named = call_rules.looped(f)
     f["slow_by_call"] = bool(named and line is not None and named in line[0].source)
+
+
+def _slow_fix(source: str, period: int, framework: str) -> str:
+    """The periodic slow steps' fix: less often, unless their line trains the model (gradient
+    accumulation's apply_gradients every 4 micro-batches: less often changes the training, and
+    a cheaper update does not; an eager apply_gradients and reset, 13.5 ms, took 0.9 ms in a
+    tf.function, measured without the profiler, where it was told "run it less often ... a
+    step's own cost does not change it")."""
+    if not step_lines.TRAINING_LINE.search(source or ""):
+        return (
+            "run it less often, on fewer samples, or outside the loop; a step's own cost does "
+            "not change it"
+        )
+    return (
+        f"it updates the model once every {period} steps (accumulated gradients): running it "
+        "less often changes the training; make the update cheaper instead"
+        + (
+            " (in a tf.function, as the training step is: eagerly it runs op by op)"
+            if framework == "tf2"
+            else ""
+        )
+    )
 
 
 #: The slow steps at a period hold at least this share of the loop's time (%) to be named: the
@@ -1612,6 +1732,7 @@ RULES: tuple[Rule, ...] = (
             "slow_excess_us",
             "slow_period",
             "slow_what",
+            "slow_fix",
             "step_us",
         ),
         # Not where the slow steps are those that run a TF1 graph's new op (graph_growth), nor
@@ -1630,8 +1751,7 @@ RULES: tuple[Rule, ...] = (
         message="{label}: one step in every {slow_period} is {slow_factor:.1f}× a normal step "
         "({slow_us:,.0f} µs against {step_us:,.0f} µs; {slow_count} of them in the measured "
         "windows): they hold {slow_excess_pct:.0f}% of the loop's time beyond a normal step's.",
-        fix="{slow_what}: run it less often, on fewer samples, or outside the loop; a step's "
-        "own cost does not change it.",
+        fix="{slow_what}: {slow_fix}.",
         cost="slow_excess_us",
     ),
     Rule(
@@ -1713,7 +1833,7 @@ RULES: tuple[Rule, ...] = (
         when=lambda f: (
             f["epoch_share_pct"] >= 10
             and f.get("epoch_low_pct", 100.0) >= 10
-            and f["epoch_boundaries"] >= 2
+            and (f["epoch_boundaries"] >= 2 or bool(f.get("epoch_one_outside")))
         ),
         message="{label}: {epoch_what}; a batch is {step_us:,.0f} µs: {epoch_work} at each "
         "of the {steps_per_epoch}-batch {epoch_unit}s costs {epoch_share_pct:.0f}% of the "

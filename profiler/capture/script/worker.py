@@ -663,9 +663,6 @@ class ScriptRun:
             edges += [ref.segment.first_step, ref.segment.first_step + ref.segment.n_steps]
         for a, e in out.held.values():
             edges += [a, e]
-        if self.memory is not None:
-            # The memory probes' own work (from their thread, holding the interpreter's lock).
-            runner += self.memory.probe_ns
         return long_steps(
             d.first_start_ns,
             d.ends.values,
@@ -674,6 +671,8 @@ class ScriptRun:
             edges,
             out.held,
             d.pass_ends,
+            # The memory probes' slow reads (from their thread, holding the interpreter's lock).
+            self.memory.probe_ns if self.memory is not None else (),
         )
 
     def _count(self) -> str:
