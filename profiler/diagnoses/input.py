@@ -42,7 +42,11 @@ GENERATOR_PCT = 15
 BUSY_SHARE = 0.8
 #: The file names of Keras's data adapters (``array_data_adapter.py``, ``py_dataset_adapter.py``).
 KERAS_ADAPTER = "adapter.py:"
-COMPETING_SHARE = 0.25
+#: 0.12: the time series tutorial's windows (timeseries_dataset_from_array, then a map after
+#: the batch) beside other work: the pipeline's threads 0.29 core of 2 (0.14), estimated at
+#: 1.6 ms of a 10.8 ms step, and caching the windows saved 2.0 ms a batch (25%) without the
+#: profiler; at 0.25 no finding named it.
+COMPETING_SHARE = 0.12
 
 
 def input_facts(f: dict[str, Any], parts: Mapping[str, float], trace: Any) -> None:
@@ -386,10 +390,18 @@ def _cpu_fix(pipe: Mapping[str, Any], epochs: Any) -> str:
         times = f" instead of {_int(epochs)} times" if _int(epochs) > 1 else ""
         work = "windowing and per-element" if "window" in kinds[:last] else "per-element"
         keep = f", the random map({_map_name(stages[random[0]])}) after it" if random else ""
+        # A shuffle before the cache would be frozen by it: every epoch the first one's order
+        # (the time series tutorial's windows are shuffled, batched, then mapped).
+        frozen = (
+            " and a .shuffle(...) after the cache, as the one before it would repeat the first "
+            "epoch's order (the batches' order, where it comes before the batch)"
+            if "shuffle" in kinds[:last]
+            else ""
+        )
         out.append(
-            f"prepare the input once: .cache() right after map({_map_name(stages[last])}){keep} "
-            f"(its {work} work then runs on the first epoch only{times}), or build the prepared "
-            "arrays once and save them"
+            f"prepare the input once: .cache() right after map({_map_name(stages[last])}){keep}"
+            f"{frozen} (its {work} work then runs on the first epoch only{times}), or build the "
+            "prepared arrays once and save them"
         )
     elif random:
         name = _map_name(stages[random[0]])
