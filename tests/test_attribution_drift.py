@@ -300,3 +300,28 @@ def test_a_step_mostly_asleep_says_so_whichever_category_holds_the_sleep() -> No
     card["findings"] = [{**asleep, "message": "t.py: the steps sleep ... booked as Python."}]
     text = focus_view._verdict(card, w)
     assert text.startswith("Verdict: Python is 90% ±2 of the step, most of it asleep in time.sleep")
+
+
+def test_a_larger_less_sure_fix_is_said_beside_the_top_one() -> None:
+    # A multi-input model: steps_per_execution=4 saved 1.80 ms (sure), XLA 5.31 ms (95%:
+    # 0.2-10.4 ms); without the profiler XLA saved 13.3 ms. Both are said, the sure one first.
+    card, w = _card(0.75, 0.05)
+    card["findings"] = []
+
+    def fix(title: str, saving: float, iv: tuple[float, float], variant: float) -> dict:
+        return {"title": title, "verdict": "holds", "measured_saving_us": saving,
+                "interval_us": list(iv), "baseline_us": 25_000.0, "variant_us": variant,
+                "predicted_saving_us": None, "pairs": 4}  # fmt: skip
+
+    spe = fix("four batches a call", 1_800.0, (1_500.0, 2_100.0), 23_200.0)
+    xla = fix("XLA", 5_310.0, (215.1, 10_400.0), 19_700.0)
+    w["whatif"] = [spe, xla]
+    text = focus_view._verdict(card, w)
+    assert "the top fix, measured on your loop: four batches a call, 1.80 ms less" in text, text
+    assert text.endswith(
+        "; another, less sure but larger: XLA, 5.31 ms less per step, 1.3× faster (95%: "
+        "215.1 µs to 10.40 ms)."
+    ), text
+    # Under twice the top one's saving: the top one alone.
+    w["whatif"] = [spe, fix("XLA", 3_000.0, (215.1, 6_000.0), 22_000.0)]
+    assert "another, less sure" not in focus_view._verdict(card, w)
