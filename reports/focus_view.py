@@ -96,6 +96,15 @@ def _sentence(w: Mapping[str, Any]) -> str:
             f"{dist['outlier_factor']:g}× the median hold {100 * dist['outlier_share']:.0f}% "
             "of the time"
         )
+    ref = (w.get("attribution") or {}).get("reference_us")
+    if ref and median and abs(ref - median) >= SPLIT_OF * median:
+        # The split sums to the typical step, not the median: said, or its parts read larger
+        # than the step (gradient accumulation's update every 4th step: "takes 11.90 ms" over
+        # "87% of the 14,424 µs step", "up to 12,507 µs less per step").
+        text += (
+            f"; the split below is of a typical step, {duration(ref)}: the mean of the timed "
+            "steps between their 10th and 90th percentiles, its slower steps among them"
+        )
     others, cores = dist.get("others_cores"), int(dist.get("cores") or 0)
     if others is not None and cores and others >= BUSY_OTHERS_CORES:
         # Said whether or not slow steps stand out: beside a busy process every step can be
@@ -107,6 +116,8 @@ def _sentence(w: Mapping[str, Any]) -> str:
     return text + ")."
 
 
+#: The typical step the split sums to is said where it is this far from the median step.
+SPLIT_OF = 0.1
 #: Other processes' load (cores) beside the timed window above which slow steps may be waits
 #: for a core, and the step sentence says so.
 BUSY_OTHERS_CORES = 0.5

@@ -325,3 +325,18 @@ def test_a_larger_less_sure_fix_is_said_beside_the_top_one() -> None:
     # Under twice the top one's saving: the top one alone.
     w["whatif"] = [spe, fix("XLA", 3_000.0, (215.1, 6_000.0), 22_000.0)]
     assert "another, less sure" not in focus_view._verdict(card, w)
+
+
+def test_the_step_sentence_names_the_typical_step_the_split_sums_to_where_it_is_not_the_median():
+    # Gradient accumulation's update every 4th step: "takes 11.90 ms" over a split summing to
+    # 14.42 ms and "87% of the 14,424 µs step", with nothing saying which step that is.
+    w = {
+        "label": "t.py",
+        "step_time": {"median_us": 11_900.0, "steps": 53},
+        "distribution": {},
+        "attribution": {"reference_us": 14_424.0},
+    }
+    text = focus_view._sentence(w)
+    assert "the split below is of a typical step, 14.42 ms: the mean of the timed steps" in text
+    w["attribution"]["reference_us"] = 12_500.0  # within a tenth of the median: not said
+    assert "typical step" not in focus_view._sentence(w)
