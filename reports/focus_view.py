@@ -116,6 +116,8 @@ def _sentence(w: Mapping[str, Any]) -> str:
     return text + ")."
 
 
+#: The findings that name a step compute- or overhead-bound.
+BOUND_RULES = ("compute_bound", "overhead_bound")
 #: The typical step the split sums to is said where it is this far from the median step.
 SPLIT_OF = 0.1
 #: Other processes' load (cores) beside the timed window above which slow steps may be waits
@@ -932,6 +934,18 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
             for d in findings
             if d.get("name") == w["name"]
         ][:TOP_FINDINGS]
+        noise = _within_noise(card) if card["split"] else ""
+        if noise:
+            # The verdict says the bound is within the noise: the bound finding says so too
+            # (a text classifier beside a busy process: "within the noise" over "1. ... is
+            # compute-bound ... little overhead to remove").
+            lo, hi = next(r["interval"] for r in card["split"] if r["category"] == "compute")
+            for d in card["findings"]:
+                if str(d.get("rule") or "").startswith(BOUND_RULES):
+                    d["message"] = (
+                        f"{d['message']} On this run {noise}: the compute share's 95% "
+                        f"interval is {100 * lo:.0f}–{100 * hi:.0f}%."
+                    )
         card["verdict"] = _verdict(card, w) if card["split"] else ""
         card["verdict_rule"] = verdict_rule(card, w) if card["split"] else ""
         out.append(card)

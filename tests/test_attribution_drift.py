@@ -340,3 +340,32 @@ def test_the_step_sentence_names_the_typical_step_the_split_sums_to_where_it_is_
     assert "the split below is of a typical step, 14.42 ms: the mean of the timed steps" in text
     w["attribution"]["reference_us"] = 12_500.0  # within a tenth of the median: not said
     assert "typical step" not in focus_view._sentence(w)
+
+
+def test_a_bound_finding_within_the_noise_says_so_as_the_verdict_does():
+    # A text classifier beside a busy process: the verdict "compute- and overhead-bound are
+    # within the noise" over "1. ... is compute-bound ... little overhead to remove".
+    import copy
+    import json
+    from pathlib import Path
+
+    doc = copy.deepcopy(
+        json.loads((Path(__file__).parent / "data" / "golden_summary.json").read_text())
+    )
+    w = doc["workloads"][0]
+    w["script"] = {"message": ""}
+    att = w["attribution"]
+    att["share"] = {**att["share"], "compute": 0.62, "dispatch": 0.26, "python": 0.12}
+    att["share_interval"] = {**att["share_interval"], "compute": [0.58, 0.67]}
+    att["typical_us"] = {**att["typical_us"], "compute": 62.0, "dispatch": 26.0, "python": 12.0}
+    doc["diagnoses"] = [
+        {"rule": "compute_bound", "subject": "workload", "name": w["name"],
+         "message": "t is compute-bound.", "fix": "Less arithmetic.", "cost_us": 62.0},
+    ]  # fmt: skip
+    (card,) = [c for c in focus_view.focus(doc, True) if c["label"] == w["label"]]
+    assert "within the noise" in card["verdict"], card["verdict"]
+    (d,) = card["findings"]
+    assert d["message"] == (
+        "t is compute-bound. On this run compute- and overhead-bound are within the noise: "
+        "the compute share's 95% interval is 58–67%."
+    )
