@@ -1384,15 +1384,20 @@ def test_a_shuffle_after_a_map_is_named_at_the_epochs_start_with_its_fix() -> No
         {"kind": "batch", "detail": "32"},
     ]
     pipe = {"iterations": 8, "stages": stages}
-    script = {"pipelines": [pipe]}
+    script = {"pipelines": [pipe], "path": "/home/u/t.py"}
     what, fix = performance._shuffle_refill(script)
     assert what.startswith("the shuffle(10000) buffer, refilled through the map at each epoch")
     assert fix.startswith("shuffle before the map") and ".map(...).cache().shuffle(10000)" in fix
     # A cache between the map and the shuffle, or the shuffle before the map: nothing to say.
     cached = [*stages[:2], {"kind": "cache"}, *stages[2:]]
-    assert performance._shuffle_refill({"pipelines": [{"stages": cached}]}) is None
+    assert performance._shuffle_refill({**script, "pipelines": [{"stages": cached}]}) is None
     first = [stages[0], stages[2], stages[1], stages[3]]
-    assert performance._shuffle_refill({"pipelines": [{"stages": first}]}) is None
+    assert performance._shuffle_refill({**script, "pipelines": [{"stages": first}]}) is None
+    # A library's map (timeseries_dataset_from_array's windows, then its shuffle(256)), or a
+    # small buffer: nothing to say.
+    assert performance._shuffle_refill({**script, "path": "/home/u/other.py"}) is None
+    small = [stages[0], stages[1], {"kind": "shuffle", "detail": "256"}, stages[3]]
+    assert performance._shuffle_refill({**script, "pipelines": [{"stages": small}]}) is None
     # In the boundary's finding, from the long steps outside the windows.
     # One boundary outside the windows (the others in the what-ifs' steps) is enough at 30x.
     rows = [{"step": 564, "us": 1_000_000.0, "median_us": 33_000.0, "phase": ""}]

@@ -890,10 +890,13 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
     if not per_call:
         # A finite data set runs out at its end: longer epochs need it repeated (the time
         # series tutorial's window dataset was told "steps_per_epoch larger than 437" as is).
+        # A repeat of the whole data set: not one that a zip follows (timeseries_dataset_from_
+        # array repeats its source tensor, then zips it with the window indices).
         repeats = any(
-            st.get("kind") == "repeat"
+            kind == "repeat" and "zip" not in kinds[i + 1 :]
             for p in script.get("pipelines") or ()
-            for st in p.get("stages") or ()
+            for kinds in [[str(st.get("kind")) for st in p.get("stages") or ()]]
+            for i, kind in enumerate(kinds)
         )
         fixes.append(
             f"run fewer, longer epochs (steps_per_epoch larger than {e.steps_per_epoch}, "
@@ -905,6 +908,10 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
             )
         )
     f["epoch_fix"] = "; ".join(fixes)
+
+
+#: A shuffle buffer of fewer elements than this refills too fast to be named.
+REFILL_MIN = 1_000
 
 
 def _shuffle_refill(script: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -925,6 +932,14 @@ def _shuffle_refill(script: Mapping[str, Any]) -> tuple[str, str] | None:
             if "cache" in kinds[last_map:i]:
                 continue
             size = str(stages[i].get("detail") or "").strip()
+            # The script's own map (timeseries_dataset_from_array's windowing map, then its
+            # shuffle(256), is the library's) and a buffer worth its refill.
+            where = str(stages[last_map].get("function") or "")
+            own = str(script.get("path") or "").rsplit("/", 1)[-1]
+            if not own or f"({own}:" not in where:
+                continue
+            if size.isdigit() and int(size) < REFILL_MIN:
+                continue
             buffer = f"shuffle({size})" if size else "shuffle"
             return (
                 f"the {buffer} buffer, refilled through the map at each epoch's start (each "
