@@ -369,3 +369,21 @@ def test_a_bound_finding_within_the_noise_says_so_as_the_verdict_does():
         "t is compute-bound. On this run compute- and overhead-bound are within the noise: "
         "the compute share's 95% interval is 58–67%."
     )
+
+
+def test_a_finding_whose_own_what_if_rules_out_half_its_saving_does_not_lead():
+    # A multi-input fit: its per-batch overhead finding (9.5 ms predicted) led the verdict over
+    # XLA's measured 5.1 ms, while steps_per_execution=4 measured at most 2.0 ms of the 7.2 ms
+    # it predicted ("no measurable change ... not a fix on this loop"). Without the profiler:
+    # XLA 13.3 ms, four batches a call 1.9 ms.
+    finding = {"rule": "overhead_bound_keras", "fix": "Run several batches per call.",
+               "cost_us": 9_510.0}  # fmt: skip
+    xla = {"id": "keras_jit", "verdict": "holds", "measured_saving_us": 5_124.0,
+           "interval_us": [736.0, 9_513.0], "predicted_saving_us": 4_088.0}  # fmt: skip
+    spe = {"id": "keras_steps_4", "verdict": "inconclusive", "measured_saving_us": 610.0,
+           "interval_us": [-778.0, 1_998.0], "predicted_saving_us": 7_181.0}  # fmt: skip
+    w = {"whatif": [xla, spe], "step_time": {"median_us": 25_000.0}}
+    assert not focus_view._finding_leads(finding, xla, w)
+    # Inconclusive and wide enough to hold its prediction: no measurement of it.
+    wide = {**spe, "interval_us": [-9_000.0, 12_000.0]}
+    assert focus_view._finding_leads(finding, xla, {**w, "whatif": [xla, wide]})
