@@ -583,3 +583,13 @@ def test_the_end_of_an_epochs_data_inside_a_fit_what_if_is_fits_own_not_a_failur
         model.train_function("iterator")
     assert variant.errors == []
     assert whatifs.data_ended(StopIteration()) and not whatifs.data_ended(ValueError())
+
+
+def test_a_what_ifs_error_line_names_the_exception_once() -> None:
+    # XLA on the CVAE tutorial: "ValueError: ValueError: Cannot convert a partially known
+    # TensorShape (None, 2) to a Tensor." (a graph error's last line names its type).
+    from profiler.capture.variant import error_line
+
+    exc = ValueError("in user code:\n\n    File x.py\nValueError: Cannot convert a shape")
+    assert error_line(exc) == "ValueError: Cannot convert a shape"
+    assert error_line(KeyError("k")) == "KeyError: 'k'"

@@ -41,4 +41,8 @@ def error_line(exc: BaseException) -> str:
     "in user code:", ends with the message itself)."""
     lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
     said = (lines[-1] if lines[0].endswith(":") else lines[0]) if lines else ""
-    return f"{type(exc).__name__}: {said[:200]}"
+    name = type(exc).__name__
+    # A graph error's last line names its type already ("ValueError: Cannot convert ...").
+    if said.startswith(f"{name}: "):
+        said = said[len(name) + 2 :]
+    return f"{name}: {said[:200]}"
