@@ -1144,11 +1144,6 @@ def _slow_facts(f: dict[str, Any], trace: Any) -> None:
         f"Something runs every {slow.period or 0} steps besides the training step (an "
         "evaluation, a checkpoint, logging or a summary)"
     )
-    # A line that trains the model every Nth step (gradient accumulation's apply_gradients
-    # every 4 micro-batches): less often changes the training, a cheaper update does not (an
-    # eager apply_gradients and reset, 13.5 ms, took 0.9 ms in a tf.function, measured
-    # without the profiler; it was told "run it less often ... a step's own cost does not
-    # change it").
     f["slow_fix"] = _slow_fix(line[0].source if line else "", slow.period or 0, f["framework"])
     # The slow steps' line calls the Keras method predict_in_loop names (a GAN's
     # generator.predict once an iteration of three train_on_batch steps): that finding's.
@@ -1158,10 +1153,10 @@ def _slow_facts(f: dict[str, Any], trace: Any) -> None:
 
 def _slow_fix(source: str, period: int, framework: str) -> str:
     """The periodic slow steps' fix: less often, unless their line trains the model (gradient
-    accumulation's apply_gradients every 4 micro-batches: less often changes the training, and
-    a cheaper update does not; an eager apply_gradients and reset, 13.5 ms, took 0.9 ms in a
-    tf.function, measured without the profiler, where it was told "run it less often ... a
-    step's own cost does not change it")."""
+    accumulation's apply_gradients every 4 micro-batches: less often changes the training; a
+    cheaper update is the fix there: an eager apply_gradients and reset, 13.5 ms, took 0.9 ms
+    in a tf.function without the profiler, where it was told "run it less often ... a step's
+    own cost does not change it")."""
     if not step_lines.TRAINING_LINE.search(source or ""):
         return (
             "run it less often, on fewer samples, or outside the loop; a step's own cost does "
