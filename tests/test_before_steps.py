@@ -116,7 +116,8 @@ def test_a_python_data_preparation_before_the_first_step_is_named_with_its_share
     doc = json.loads((only_run(tmp_path) / "summary.json").read_text())
     (d,) = [d for d in doc["diagnoses"] if d["rule"] == "slow_start"]
     assert "in make_data (prep.py line" in d["message"] and "vectorise it" in d["fix"]
-    assert d["fix"].startswith("It runs once, before training: compute it once and save")
+    assert d["fix"].startswith("make_data (prep.py line ")
+    assert ") runs once, before training: compute it once and save" in d["fix"]
     assert not [d for d in doc["diagnoses"] if d["rule"] == "per_sample_loop"]
     assert "before its first step (make_data (prep.py line" in out.stdout
 

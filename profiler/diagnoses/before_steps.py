@@ -41,6 +41,8 @@ def start_facts(f: dict[str, Any], trace: Any) -> None:
         return
     p = parts[0]
     f["start_part"] = before_steps.label(p.kind, p.function, p.file, p.line, p.inside)
+    # The fix names it: the verdict quotes the fix alone ("It runs once" read as a riddle).
+    f["start_where"] = f["start_part"].rsplit(" in ", 1)[0]
     f["start_s"] = p.seconds
     f["start_pct"] = 100 * p.seconds / wall
     # The loop's iterations watched to choose it are steps (as the time budget line says).
@@ -68,6 +70,7 @@ RULES: tuple[Rule, ...] = (
         needs=(
             "label",
             "start_part",
+            "start_where",
             "start_s",
             "start_pct",
             "start_before_s",
@@ -82,7 +85,7 @@ RULES: tuple[Rule, ...] = (
         "{start_part}, {start_pct:.0f}% of its {start_script_s:,.1f} s (of {start_before_s:,.1f} "
         "s before the first step); its {start_steps:,} training steps took {start_steps_s:,.1f} "
         "s. The time split below covers the steps only.",
-        fix="It runs once, before training: {start_fix}.",
+        fix="{start_where} runs once, before training: {start_fix}.",
         cost="start_cost_per_step_us",
     ),
 )
