@@ -77,7 +77,8 @@ class Row:
     def meets_time(self) -> bool | None:
         if self.alone_s is None or self.profiled_s is None:
             return None
-        return self.profiled_s <= rerun.budget_s(self.alone_s)
+        # A run for the sampled or framework phase may go CORE_EXTRA_S past the budget.
+        return self.profiled_s <= rerun.budget_s(self.alone_s) + rerun.CORE_EXTRA_S
 
     @property
     def startup_cost(self) -> float | None:
@@ -207,7 +208,8 @@ def _hand_fixed() -> dict[str, float]:
 def table(rows: list[Row]) -> str:
     lines = [
         "scripts, default options (goals: profiled within the re-run budget, 3× alone + 20 s "
-        f"under {rerun.SHORT_S:g} s alone, {RATIO_GOAL}× + {SLACK_GOAL_S:g} s from there; every "
+        f"under {rerun.SHORT_S:g} s alone, {RATIO_GOAL}× + {SLACK_GOAL_S:g} s from there, "
+        f"{rerun.CORE_EXTRA_S:g} s more for a run of the kernels or the samples; every "
         f"phase that applies measured; start-up capture < {STARTUP_GOAL:.0%} of the time to the "
         "first step):",
         f"  {'script':34s} {'alone s':>8s} {'profiled s':>10s} {'ratio':>6s} {'time':>5s} "
