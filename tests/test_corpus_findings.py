@@ -369,6 +369,18 @@ def test_long_steps_are_read_over_every_step_of_the_run_not_next_to_a_phase_swit
     # The runner's own work inside a step (a gap starting in it) leaves that step out.
     runner = [ends[89] + 10]
     assert [r["step"] for r in long_steps(0, ends, 5, runner, [45], held)["steps"]] == [30, 60]
+    # Where the variants' steps are known, only they (and one on either side) are left out of
+    # the what-ifs' span: an evaluation in a block as written there is looked at (a CVAE's,
+    # in a span whose only what-if failed at once, was not).
+    durs2 = list(durs)
+    durs2[78] += 50 * ms
+    ends2, t = array.array("q"), 0
+    for d in durs2:
+        t += d
+        ends2.append(t)
+    out = long_steps(0, ends2, 5, [], [45], held, variants=[(74, 77)])
+    assert [r["step"] for r in out["steps"]] == [30, 60, 78, 90], out["steps"]
+    assert 75 not in [r["step"] for r in out["steps"]]  # the variant's compile
 
 
 def test_long_steps_count_at_their_period_the_instrumented_windows_included() -> None:

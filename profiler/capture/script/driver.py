@@ -348,6 +348,10 @@ class StepDriver:
         #: tf.function (by id) a transform of its arguments.
         self.variant_run: Callable[..., Any] | None = None
         self.variant_args: dict[int, Callable[..., Any]] = {}
+        #: The steps a what-if's variant held (``ScriptLoop.hold``): from its first step to the
+        #: step after its last; ``variant_from`` while one is on.
+        self.variant_spans: list[tuple[int, int]] = []
+        self.variant_from: int | None = None
         #: tf.functions called another way (id of the script's -> ``swap(call, fn, args,
         #: kwargs)``, which calls another function in its place, guarded).
         self.variant_calls: dict[int, Callable[..., Any]] = {}
@@ -768,6 +772,11 @@ class ScriptLoop(Loop):
         d.switches += 1
         d.held = (off, on or (lambda: None)) if off is not None else None
         d.paused = False
+        if off is not None and d.variant_from is None:
+            d.variant_from = d.done
+        elif off is None and d.variant_from is not None:
+            d.variant_spans.append((d.variant_from, d.done))
+            d.variant_from = None
 
     def finish(self) -> None:
         """The schedule is done: the script runs on with cheap counting only."""
@@ -805,6 +814,7 @@ def long_steps(
     held: Mapping[str, tuple[int, int]],
     pass_ends: Collection[int] = (),
     probes: Sequence[int] = (),
+    variants: Sequence[tuple[int, int]] | None = None,
 ) -> dict[str, Any]:
     """The run's long steps from ``first_step`` on, over every step the script ran (windows or
     not): ``steps``, each with ``step``, ``us``, ``median_us`` (its tenth of the run's median
@@ -817,7 +827,10 @@ def long_steps(
     (``probes``: start, end, start, end ...) are taken off the steps they fall in, not left
     out: beside a tf.data pipeline filling a 10,000-image shuffle buffer at each epoch's start
     (1 s against 33 ms steps) a probe read took 5 ms or more in every such step, and each was
-    left out; no answer named them."""
+    left out; no answer named them. Where the steps each what-if variant held are known
+    (``variants``), only those (and one on either side) are left out of the what-ifs' span,
+    not its steps as written: a CVAE's evaluation at an epoch's end fell in a 30-step span
+    whose only what-if failed at once, and was not looked at."""
     n = len(ends)
     out: dict[str, Any] = {"steps": [], "left_out": 0, "spans": []}
     if n <= first_step + 1:
@@ -826,7 +839,11 @@ def long_steps(
     size = max(-(-n // 10), 20)
     runner = sorted(runner_ns)
     near = {b + k for b in edges for k in (-1, 0, 1)}
-    skip = near | {i for name, (a, e) in held.items() if name == "whatif" for i in range(a, e)}
+    if variants is None:
+        held_out = {i for name, (a, e) in held.items() if name == "whatif" for i in range(a, e)}
+    else:
+        held_out = {i for a, e in variants for i in range(a - 1, e + 1)}
+    skip = near | held_out
     ended = set(pass_ends)
     spans = sorted(zip(probes[::2], probes[1::2], strict=False))
     spans_start = [a for a, _ in spans]

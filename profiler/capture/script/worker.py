@@ -673,6 +673,8 @@ class ScriptRun:
             d.pass_ends,
             # The memory probes' slow reads (from their thread, holding the interpreter's lock).
             self.memory.probe_ns if self.memory is not None else (),
+            # The what-ifs' variants' steps (one still on at the end: up to the last step).
+            [*d.variant_spans, *([(d.variant_from, d.done)] if d.variant_from is not None else [])],
         )
 
     def _count(self) -> str:
