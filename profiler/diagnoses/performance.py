@@ -30,7 +30,7 @@ from profiler.diagnoses import py_in_step as py_rules
 from profiler.diagnoses import step_lines
 from profiler.diagnoses import waiting as waiting_rules
 from profiler.diagnoses.engine import Diagnosis, Facts, Rule, evaluate, guarded, ranked
-from profiler.model import median_ns
+from profiler.model import median_ns, tfdata
 from profiler.model.memory import GRAPH, Causes
 from profiler.model.records import BesideFetch, HookParts
 
@@ -647,6 +647,7 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
     e = wa.epochs
     script = trace.script or {}
     fit = script.get("fit") or {}
+    ends = epoch_end_ms(fit)
     timed = None
     att = getattr(wa, "attribution", None)
     step = float(att.reference_ns if att is not None else getattr(e, "batch_ns", 0) or 0)
@@ -683,7 +684,7 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         # TensorBoard's histograms and a checkpoint each epoch: validation 114 ms, the callbacks
         # 107 ms; the validation alone read "23% of the training time" where its boundaries
         # took 46-64% without the profiler).
-        ends_ns = min(sum(epoch_end_ms(fit).values()) * 1e6, max(e.excess_ns - own.excess_ns, 0))
+        ends_ns = min(sum(ends.values()) * 1e6, max(e.excess_ns - own.excess_ns, 0))
         batches = own.steps_per_epoch * own.batch_ns
         least = own.low_share * batches / (1 - own.low_share) if own.low_share < 1 else 0.0
         with_ends = own.excess_ns + ends_ns
@@ -746,7 +747,6 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         freq = fit.get("validation_freq") or 1
         work.append("validation" + (" every epoch" if freq == 1 else f" every {freq} epochs"))
     callbacks = [c for c in fit.get("callbacks") or [] if c not in ("History", "ProgbarLogger")]
-    ends = epoch_end_ms(fit)
     if callbacks:
         work.append(
             "the callbacks "
@@ -897,13 +897,9 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
     if not per_call:
         # A finite data set runs out at its end: longer epochs need it repeated (the time
         # series tutorial's window dataset was told "steps_per_epoch larger than 437" as is).
-        # A repeat of the whole data set: not one that a zip follows (timeseries_dataset_from_
-        # array repeats its source tensor, then zips it with the window indices).
         repeats = any(
-            kind == "repeat" and "zip" not in kinds[i + 1 :]
+            tfdata.repeats_data([str(st.get("kind")) for st in p.get("stages") or ()])
             for p in script.get("pipelines") or ()
-            for kinds in [[str(st.get("kind")) for st in p.get("stages") or ()]]
-            for i, kind in enumerate(kinds)
         )
         fixes.append(
             f"run fewer, longer epochs (steps_per_epoch larger than {e.steps_per_epoch}, "
@@ -931,31 +927,28 @@ def _shuffle_refill(script: Mapping[str, Any]) -> tuple[str, str] | None:
         if input_rules.keras_made(pipe):
             continue
         stages = list(pipe.get("stages") or ())
-        kinds = [str(st.get("kind")) for st in stages]
-        for i, kind in enumerate(kinds):
-            if kind != "shuffle" or "map" not in kinds[:i]:
-                continue
-            last_map = max(j for j in range(i) if kinds[j] == "map")
-            if "cache" in kinds[last_map:i]:
-                continue
-            size = str(stages[i].get("detail") or "").strip()
-            # The script's own map (timeseries_dataset_from_array's windowing map, then its
-            # shuffle(256), is the library's) and a buffer worth its refill.
-            where = str(stages[last_map].get("function") or "")
-            own = str(script.get("path") or "").rsplit("/", 1)[-1]
-            if not own or f"({own}:" not in where:
-                continue
-            if size.isdigit() and int(size) < REFILL_MIN:
-                continue
-            buffer = f"shuffle({size})" if size else "shuffle"
-            return (
-                f"the {buffer} buffer, refilled through the map at each epoch's start (each "
-                "epoch's first batch waits for it)",
-                f"shuffle before the map (the records or file names, not the mapped elements: "
-                f".shuffle(...) then .map(...)), or cache the mapped elements before the "
-                f"shuffle (.map(...).cache().{buffer}) where they fit in memory, or a smaller "
-                "buffer",
-            )
+        found = tfdata.shuffles_after_map([str(st.get("kind")) for st in stages])
+        if found is None:
+            continue
+        last_map, i = found
+        size = str(stages[i].get("detail") or "").strip()
+        # The script's own map (timeseries_dataset_from_array's windowing map, then its
+        # shuffle(256), is the library's) and a buffer worth its refill.
+        where = str(stages[last_map].get("function") or "")
+        own = str(script.get("path") or "").rsplit("/", 1)[-1]
+        if not own or f"({own}:" not in where:
+            continue
+        if size.isdigit() and int(size) < REFILL_MIN:
+            continue
+        buffer = f"shuffle({size})" if size else "shuffle"
+        return (
+            f"the {buffer} buffer, refilled through the map at each epoch's start (each "
+            "epoch's first batch waits for it)",
+            f"shuffle before the map (the records or file names, not the mapped elements: "
+            f".shuffle(...) then .map(...)), or cache the mapped elements before the "
+            f"shuffle (.map(...).cache().{buffer}) where they fit in memory, or a smaller "
+            "buffer",
+        )
     return None
 
 

@@ -1,5 +1,7 @@
 """What a tf.data pipeline's stages say, read the same way by the measured process and the
-diagnoses: ``caches_after_map`` (a map whose result a cache after it keeps)."""
+diagnoses: ``caches_after_map`` (a map whose result a cache after it keeps),
+``shuffles_after_map`` (a shuffle buffer that refills through a map each epoch) and
+``repeats_data`` (the whole data set repeated)."""
 
 from __future__ import annotations
 
@@ -17,3 +19,22 @@ def caches_after_map(kinds: Sequence[str]) -> bool:
         return False
     last = len(kinds) - 1 - list(kinds)[::-1].index("cache")
     return "map" in kinds[:last]
+
+
+def shuffles_after_map(kinds: Sequence[str]) -> tuple[int, int] | None:
+    """(the map's index, the shuffle's) of the first shuffle after a map with no cache between
+    them (its buffer refills through the map at each epoch's start), else None."""
+    for i, kind in enumerate(kinds):
+        if kind != "shuffle" or "map" not in kinds[:i]:
+            continue
+        last_map = max(j for j in range(i) if kinds[j] == "map")
+        if "cache" not in kinds[last_map:i]:
+            return last_map, i
+    return None
+
+
+def repeats_data(kinds: Sequence[str]) -> bool:
+    """Whether the stages repeat the whole data set: a repeat that no zip follows
+    (``timeseries_dataset_from_array`` repeats its source tensor, then zips it with the
+    window indices)."""
+    return any(k == "repeat" and "zip" not in kinds[i + 1 :] for i, k in enumerate(kinds))
