@@ -1547,3 +1547,27 @@ def test_a_compute_bound_finding_a_what_if_ran_faster_than_its_kernels_is_refute
     assert performance._faster_than_kernels(d, {"compute_us": 3_602.0}, {"k": close}) is None
     none = SimpleNamespace(**{**vars(spe), "saves": False})
     assert performance._faster_than_kernels(d, {"compute_us": 3_602.0}, {"k": none}) is None
+
+
+def test_a_fix_naming_xla_says_where_the_loop_compiled_with_xla_raised() -> None:
+    # A compute-bound loop whose ops XLA cannot compile was still told "XLA with
+    # jit_compile=True ... try it on this loop", its XLA what-if having failed.
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+    from profiler.diagnoses.engine import Diagnosis
+
+    d = Diagnosis(
+        "compute_bound", "workload", "t.py", "t.py is compute-bound", performance.COMPUTE_FIX
+    )
+    failed = SimpleNamespace(status="failed", error="InvalidArgumentError: unsupported op.")
+    out = performance._xla_failed(d, {"keras_jit": failed})
+    assert out.fix.endswith(
+        "XLA was tried on your loop and failed (InvalidArgumentError: unsupported op): "
+        "not a way here."
+    )
+    # A measured XLA what-if, or a rule whose fix names no XLA, is left as it was.
+    ok = SimpleNamespace(status="ok", error="")
+    assert performance._xla_failed(d, {"keras_jit": ok}) is d
+    other = Diagnosis("input_bound", "workload", "t.py", "waits", "prefetch")
+    assert performance._xla_failed(other, {"keras_jit": failed}) is other

@@ -2241,6 +2241,7 @@ def diagnose(
             and m.measured_us is not None
             and m.verdict != "failed"
         ]
+        d = _xla_failed(d, measured.get(d.name, {}))
         faster = _faster_than_kernels(d, facts_by.get(d.name, {}), measured.get(d.name, {}))
         if faster is not None:
             d = dataclasses.replace(d, fix=faster, refuted=True)
@@ -2255,6 +2256,25 @@ def diagnose(
     out += guarded("the job", job_rules.diagnose, job) or []
     # A finding whose advice the loop refuted still says where the time goes, after the rest.
     return sorted(ranked(out), key=lambda d: d.refuted)
+
+
+#: The what-ifs that compile the loop with XLA, whose failure takes XLA out of a fix.
+XLA_WHATIFS = ("keras_jit", "function_jit")
+
+
+def _xla_failed(d: Diagnosis, measured: Mapping[str, Any]) -> Diagnosis:
+    """A fix that names XLA, where the loop compiled with XLA raised: the fix says so, with the
+    error (a loop whose ops XLA cannot compile was still told to try jit_compile=True)."""
+    if "XLA" not in d.fix or d.rule not in WHATIF_FOR:
+        return d
+    for key in XLA_WHATIFS:
+        m = measured.get(key)
+        if key in WHATIF_FOR[d.rule] and m is not None and m.status == "failed":
+            why = m.error.rstrip(".") if m.error else "it raised"
+            return dataclasses.replace(
+                d, fix=f"{d.fix} XLA was tried on your loop and failed ({why}): not a way here."
+            )
+    return d
 
 
 def _faster_than_kernels(
