@@ -365,6 +365,8 @@ def test_long_steps_are_read_over_every_step_of_the_run_not_next_to_a_phase_swit
     assert out["steps"][0]["us"] == 51_000.0 and out["steps"][0]["median_us"] == 1_000.0
     # The edge and its neighbours, and the what-ifs' 8 steps.
     assert out["left_out"] == 3 + 8
+    # The same steps as ranges, end excluded (a period's positions are among those looked at).
+    assert out["left"] == [[44, 47], [72, 80]]
     assert {"phase": "whatif", "from": 72, "to": 80} in out["spans"]
     # The runner's own work inside a step (a gap starting in it) leaves that step out.
     runner = [ends[89] + 10]

@@ -1571,3 +1571,34 @@ def test_a_fix_naming_xla_says_where_the_loop_compiled_with_xla_raised() -> None
     assert performance._xla_failed(d, {"keras_jit": ok}) is d
     other = Diagnosis("input_bound", "workload", "t.py", "waits", "prefetch")
     assert performance._xla_failed(other, {"keras_jit": failed}) is other
+
+
+def test_long_steps_left_out_are_no_positions_of_their_period() -> None:
+    """A TF1 loop saving a checkpoint every 100 iterations (110 session.run calls; 0.6-1.1 s a
+    save against 30 ms steps, 12-14% of the loop without the profiler): its save at step 3
+    sat next to the timed window's start and was left out; counted as a position of the
+    period it read "3 of 4", short of one, and four long steps are too many for "a few"."""
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import long_steps
+
+    rows = [{"step": s, "us": us, "median_us": 30_300.0, "phase": ""}
+            for s, us in ((113, 888_506.4), (223, 846_627.8), (333, 845_926.2),
+                          (441, 2_981_354.3))]  # fmt: skip
+    spans = [{"phase": "timed", "from": 3, "to": 13}, {"phase": "whatif", "from": 66, "to": 88}]
+    record = {"steps": rows, "left_out": 58, "spans": spans,
+              "left": [[3, 5], [12, 15], [27, 30], [40, 43], [55, 58], [65, 89]]}  # fmt: skip
+    script = {"long_steps": record, "steps": 442, "functions": []}
+    trace = SimpleNamespace(script=script, warmup=SimpleNamespace(n_steps=3))
+    f = {"step_us": 55_453.7, "framework": "tf1"}
+    long_steps.long_facts(f, trace)
+    assert f["long_period"] == 110 and f["long_count"] == 3
+    assert f["long_how"] == "one step in every 110 of the run took"
+    assert 15 < f["long_pct"] < 25, f["long_pct"]
+    # A record of an earlier version (no ``left``): step 3 is a position, no period is found.
+    g = {"step_us": 55_453.7, "framework": "tf1"}
+    old = {k: v for k, v in record.items() if k != "left"}
+    long_steps.long_facts(
+        g, SimpleNamespace(script={**script, "long_steps": old}, warmup=trace.warmup)
+    )
+    assert "long_period" not in g

@@ -820,7 +820,10 @@ def long_steps(
     not): ``steps``, each with ``step``, ``us``, ``median_us`` (its tenth of the run's median
     step), ``phase`` (the phase that held it, "" for none: its time may be inflated by the
     instrument) and ``pass_end`` where it ended a pass over the steps' loop (``pass_ends``: it
-    holds the loop's end); ``left_out``: the steps after the warm-up not looked at. Left out:
+    holds the loop's end); ``left_out``: the steps after the warm-up not looked at, ``left``
+    the same as ranges ``[from, to)`` (a period's positions are counted among the steps looked
+    at: a checkpoint every 110 steps whose first fell next to a phase's switch read "3 of 4 at
+    the period", short of a period, and no answer named the saves). Left out:
     the steps next to a phase's switch (``edges``: within one step of each), those during which the
     runner did its own work (``runner_ns``: the windows' gaps' start times), and those the
     what-ifs held (their variants compile and run another loop). The memory probes' slow reads
@@ -832,7 +835,7 @@ def long_steps(
     not its steps as written: a CVAE's evaluation at an epoch's end fell in a 30-step span
     whose only what-if failed at once, and was not looked at."""
     n = len(ends)
-    out: dict[str, Any] = {"steps": [], "left_out": 0, "spans": []}
+    out: dict[str, Any] = {"steps": [], "left_out": 0, "left": [], "spans": []}
     if n <= first_step + 1:
         return out
     starts = [first_ns, *ends[:-1]]
@@ -849,6 +852,7 @@ def long_steps(
     spans_start = [a for a, _ in spans]
     rows: list[dict[str, Any]] = []
     left = 0
+    gone: list[list[int]] = []
     for b in range(0, n, size):
         durs = [ends[i] - starts[i] for i in range(b, min(b + size, n))]
         med = sorted(durs)[len(durs) // 2]
@@ -859,6 +863,10 @@ def long_steps(
             k = bisect.bisect_left(runner, starts[i])
             if i in skip or (k < len(runner) and runner[k] <= ends[i]):
                 left += 1
+                if gone and gone[-1][1] == i:
+                    gone[-1][1] = i + 1
+                else:
+                    gone.append([i, i + 1])
                 continue
             if d < LONG_FACTOR * med or d - med < LONG_MIN_NS:
                 continue
@@ -882,7 +890,7 @@ def long_steps(
     if len(rows) > LONG_MAX:
         keep = sorted(rows, key=lambda r: -r["us"])[:LONG_MAX]
         rows = sorted(keep, key=lambda r: r["step"])
-    out["steps"], out["left_out"] = rows, left
+    out["steps"], out["left_out"], out["left"] = rows, left, gone
     out["spans"] = [{"phase": name, "from": a, "to": e} for name, (a, e) in held.items()]
     marks = sorted(ended)
     if len(marks) >= 2:
