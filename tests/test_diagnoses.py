@@ -1474,6 +1474,16 @@ def test_a_fit_per_iteration_with_one_boundary_in_the_windows_is_costed_from_the
     assert one is not None and one.boundaries == 1
     short = [*rows[:2], row(126, 90_000.0)]
     assert performance._long_boundaries({**script, "long_steps": {"steps": short}}, step_ns) is None
+    # A fit's end is no boundary: the text generation tutorial's 2-epoch fit of 39 batches,
+    # then 300 one-character tf.function calls (steps too, 0.9 ms): its last batch, 373 ms
+    # against them, read "every epoch's first batch takes 203 s more".
+    gen = {**fit, "calls": 1, "epochs": 2, "steps_per_epoch": 39, "total_steps": 78}
+    after = [{"step": 78, "us": 372_627.3, "median_us": 888.4, "phase": ""}]
+    gen_script = {"fit": gen, "long_steps": {"steps": after}}
+    assert performance._long_boundaries(gen_script, 485_125_000.0) is None
+    inside = [{"step": 117, "us": 2_000_000.0, "median_us": 100_000.0, "phase": ""}]
+    longer = {"fit": {**gen, "epochs": 4, "total_steps": 156}, "long_steps": {"steps": inside}}
+    assert performance._long_boundaries(longer, 485_125_000.0) is not None
 
 
 def test_epoch_boundaries_all_instrumented_take_the_validations_lower_half_where_less():
