@@ -260,3 +260,22 @@ def test_fit_called_on_one_sample_again_and_again_is_named_with_its_calls(tmp_pa
     assert "model.train_on_batch(x, y)" in d["fix"]
     # Not fit's per-batch machinery: steps_per_execution cannot help a one-batch call.
     assert not [d for d in found if d["rule"] == "overhead_bound_keras"]
+
+
+@pytest.mark.tf
+def test_a_tensorboard_callbacks_settings_are_read_as_keras_keeps_them() -> None:
+    # Keras 3's defaults write each epoch's scalars only (the fix names nothing to set then).
+    import keras
+
+    from profiler.capture.script.detect import _tensorboard_settings
+
+    assert _tensorboard_settings([keras.callbacks.CSVLogger("x.csv")]) == {}
+    assert _tensorboard_settings([keras.callbacks.TensorBoard("logs")]) == {
+        "tb_update_freq": "epoch",
+        "tb_profiling": False,
+        "tb_write_images": False,
+        "tb_embeddings_freq": 0,
+    }
+    busy = keras.callbacks.TensorBoard("logs", update_freq="batch", profile_batch=(2, 4))
+    got = _tensorboard_settings([busy])
+    assert got["tb_update_freq"] == 1 and got["tb_profiling"] is True

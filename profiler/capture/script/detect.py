@@ -481,6 +481,7 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                     (_int_attr(c, "histogram_freq") for c in given.get("callbacks") or ()),
                     default=0,
                 ),
+                **_tensorboard_settings(given.get("callbacks") or ()),
             }
         # A fit called again and again (once per outer iteration, as RL and GAN scripts do):
         # each call's set-up is the cost at the boundaries, not an epoch's.
@@ -530,6 +531,23 @@ def _time_epoch_end(callback: Any, driver: StepDriver) -> None:
         callback.on_epoch_end = timed
     except (AttributeError, TypeError):  # a callback whose attributes are fixed
         pass
+
+
+def _tensorboard_settings(callbacks: Any) -> dict[str, Any]:
+    """What a TensorBoard callback writes besides each epoch's scalars, as ``tb_*`` keys
+    (none without one): its ``update_freq`` ("epoch" or every N batches), whether it profiles
+    batches, ``write_images`` and ``embeddings_freq``. Keras 3's defaults write the least: a
+    fit with a default TensorBoard was told "update_freq='epoch', profile_batch=0"."""
+    tb = next((c for c in callbacks if type(c).__name__ == "TensorBoard"), None)
+    if tb is None:
+        return {}
+    freq = getattr(tb, "update_freq", "epoch")
+    return {
+        "tb_update_freq": freq if isinstance(freq, (int, str)) else str(freq),
+        "tb_profiling": bool(getattr(tb, "_should_trace", False)),
+        "tb_write_images": bool(getattr(tb, "write_images", False)),
+        "tb_embeddings_freq": _int_attr(tb, "embeddings_freq"),
+    }
 
 
 def _int_attr(obj: Any, name: str) -> int:
