@@ -328,6 +328,28 @@ def test_a_loops_line_that_grows_an_array_or_sums_its_weights_is_named_not_the_m
     assert "random.choices(..., cum_weights=cum)" in step_lines._fix("<module>", draws)
 
 
+def test_a_loops_builtin_sum_of_an_array_is_named_with_np_sum() -> None:
+    from profiler.diagnoses import step_lines
+
+    # Andrew Ng's logistic regression exercise as its numpy ports write it: cost = 1 / m *
+    # sum(error) over 20,000 rows, 6.5-7.3 ms of each iteration (0.76 ms with np.sum),
+    # measured without the profiler; it read "dispatch 43%" and no finding.
+    for source in ("cost = 1 / m * sum(error)", "m = max(np.abs(g))", "t = sum(theta ** 2)"):
+        assert step_lines._beside_the_math(source), source
+    for source in (
+        "x = np.sum(a)",
+        "y = a.sum()",
+        "best = max(best, acc)",
+        "s = sum(x * y for x in z)",
+        "total = sum([a, b])",
+        "u = np.cumsum(x)",
+    ):
+        assert not step_lines._beside_the_math(source), source
+    fix = step_lines._fix("costFunctionReg", "cost = 1 / m * sum(error)")
+    assert fix.startswith("Python's built-in sum() goes through an array one element")
+    assert "use np.sum(...) or the array's .sum()" in fix
+
+
 def test_a_loops_whole_container_made_an_array_or_its_checkpoint_is_named() -> None:
     from profiler.diagnoses import loops, step_lines
 
