@@ -850,7 +850,9 @@ def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth()
     from profiler.analysis import stats
     from profiler.diagnoses import performance
 
-    def found(medians: list[float], cpu: list[float]) -> tuple[dict, set[str]]:
+    def found(
+        medians: list[float], cpu: list[float], others: list[float] | None = None
+    ) -> tuple[dict, set[str]]:
         rows = [
             {
                 "from_step": 260 * (i + 3),
@@ -859,6 +861,7 @@ def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth()
                 "mean_us": m,
                 "cpu_us": c,
                 "instrumented": False,
+                "others_cores": others[i] if others else None,
             }
             for i, (m, c) in enumerate(zip(medians, cpu, strict=True))
         ]
@@ -885,6 +888,15 @@ def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth()
     # The same jump in the wall time alone (a busy process starting mid-run): no change of work.
     _, rules = found(medians, [139.0] * 7)
     assert "steps_change_level" not in rules and "steps_slow_down" not in rules, rules
+    # The same jump in both, where other processes kept a core more busy from then on (a numpy
+    # loop's two BLAS threads spin waiting for a core: its CPU time rose with the wall time,
+    # and its work per iteration did not change): the machine's, no finding.
+    cpu = [139.3, 137.0, 1544.8, 6884.3, 7583.8, 7094.8, 7320.1]
+    g, rules = found(medians, cpu, [0.1, 0.2, 0.1, 1.1, 1.0, 1.2, 0.9])
+    assert "steps_change_level" not in rules and g.get("shift_load"), rules
+    # A load that did not change with the steps leaves the finding.
+    _, rules = found(medians, cpu, [0.6, 0.7, 0.5, 0.6, 0.8, 0.6, 0.7])
+    assert rules == {"steps_change_level"}, rules
     # A steady growth is no jump: its halves rise as much as they are apart.
     grow = [300.0 * 1.15**i for i in range(7)]
     assert stats.level_shift([float(i) for i in range(7)], grow) is None
@@ -940,6 +952,21 @@ def test_blocks_carry_the_processes_cpu_time_per_step() -> None:
     first, second = driver.blocks(0, ends, 20, 0, cpu)
     assert first["cpu_us"] == 500.0 and second["cpu_us"] is None  # one reading in 20..39
     assert first["median_us"] == 1_000.0
+
+
+def test_blocks_get_the_cores_other_processes_kept_busy_while_they_ran() -> None:
+    from profiler.capture.script import driver
+
+    # Readings every 0.1 s (steps done, time, others' busy ns so far): 0.5 cores busy while
+    # steps 0-99 ran, 1.5 while 100-199 did.
+    loads = [(10 * k, 100_000_000 * k, 50_000_000 * k) for k in range(11)]
+    loads += [(100 + 10 * k, 1_000_000_000 + 100_000_000 * k, 500_000_000 + 150_000_000 * k)
+              for k in range(1, 11)]  # fmt: skip
+    assert driver.others_cores(loads, 0, 99) == 0.5
+    assert driver.others_cores(loads, 110, 199) == 1.5
+    # Under two readings, or under 0.2 s of them: not read.
+    assert driver.others_cores(loads, 0, 9) is None
+    assert driver.others_cores(loads, 300, 400) is None
 
 
 def test_the_periodic_line_is_not_a_call_of_the_function_running_the_steps() -> None:

@@ -96,6 +96,14 @@ def _machine_busy(tick_ns: int) -> int | None:
     return (sum(ticks) - ticks[3] - ticks[4]) * tick_ns
 
 
+def others_busy_ns() -> int | None:
+    """Every core's busy time less this process's CPU time (all its threads), in ns: what
+    other processes (and this one's children) kept the machine busy with, cumulative; None
+    where /proc/stat cannot be read."""
+    busy = _machine_busy(_tick_ns())
+    return None if busy is None else busy - time.process_time_ns()
+
+
 def _children(tick_ns: int) -> dict[int, int]:
     """This process's child processes (a multiprocessing Pool's workers): pid -> CPU ns."""
     me = os.getpid()

@@ -514,6 +514,25 @@ def _trend_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
     f["trend_window_pct"] = f["trend_pct_per_100"] * span / 100
 
 
+#: Cores more (or fewer) that other processes kept busy across a level change of the steps
+#: for it to be the machine's.
+SHIFT_OTHERS = 0.3
+
+
+def _load_shifted(free: list[dict[str, Any]], at: int, slower: bool) -> bool:
+    """Whether the other processes' load changed with the steps' level, the same way (busier
+    where the steps got slower): the machine's change, not the loop's. A numpy loop beside
+    another session's work read "from about iteration 1,816 ... steps take 3.9x ... the loop
+    does more work a step" where its work per iteration did not change (32.2 ms early and 32.4
+    ms late, alternated, without the profiler); its process's CPU time rose with the wall time,
+    as two BLAS threads waiting for a core spin."""
+    others = [float(o) for r in free if (o := r.get("others_cores")) is not None]
+    if at <= 0 or at >= len(free) or len(others) < len(free):
+        return False
+    before, after = median(others[:at]), median(others[at:])
+    return (after - before if slower else before - after) >= SHIFT_OTHERS
+
+
 def _shift_facts(
     f: dict[str, Any],
     trace: Any,
@@ -527,6 +546,9 @@ def _shift_facts(
     slows the wall time alone): the step at which the later level began."""
     shift = stats.level_shift(xs, medians)
     if shift is None:
+        return
+    if _load_shifted(free, shift.at, shift.after > shift.before):
+        f["shift_load"] = True
         return
     if all(c is not None for c in cpus):
         low = median_ns([int(c * 1e3) for c in cpus[: shift.at]])

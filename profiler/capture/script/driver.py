@@ -654,6 +654,23 @@ def blocks(
     return out
 
 
+#: The least time the other processes' load is read over, for a block's figure (s).
+OTHERS_MIN_S = 0.2
+
+
+def others_cores(loads: Sequence[tuple[int, int, int]], first: int, last: int) -> float | None:
+    """The cores other processes kept busy, on average, while the steps ``first``..``last``
+    ran (``RssSampler.loads``: steps done, time ns, their busy ns so far); None where fewer
+    than two readings span ``OTHERS_MIN_S`` of them."""
+    inside = [x for x in loads if first <= x[0] <= last + 1]
+    if len(inside) < 2:
+        return None
+    (_, t0, b0), (_, t1, b1) = inside[0], inside[-1]
+    if t1 - t0 < OTHERS_MIN_S * 1e9:
+        return None
+    return round(max(b1 - b0, 0) / (t1 - t0), 3)
+
+
 def _cpu_per_step(readings: list[tuple[int, int]], first: int, last: int) -> float | None:
     """The process's CPU time per step between its first and last reading inside the steps
     ``first``..``last`` (µs), None under two readings."""

@@ -60,6 +60,7 @@ from profiler.capture.script.driver import (
     StopScript,
     blocks,
     long_steps,
+    others_cores,
 )
 from profiler.capture.script.facts import main_source
 from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule
@@ -639,9 +640,11 @@ class ScriptRun:
         # The steps each phase but timed held beyond its window (what-if blocks, whose
         # variant steps are another loop; hooks' on/off blocks).
         busy += [span for name, span in out.held.items() if name != "timed" and span[1] > span[0]]
+        loads = self.memory.loads if self.memory is not None else []
         for r in rows:
             r["instrumented"] = any(a <= r["to_step"] and r["from_step"] < b for a, b in busy)
             r["unit"] = unit
+            r["others_cores"] = others_cores(loads, r["from_step"], r["to_step"])
         return rows
 
     def long_steps(self, out: Outcome) -> dict[str, Any]:
