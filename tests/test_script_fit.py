@@ -254,6 +254,8 @@ def test_fit_called_on_one_sample_again_and_again_is_named_with_its_calls(tmp_pa
     run = only_run(tmp_path)
     fit = workload(run)["script"]["fit"]
     assert fit["calls"] == fit["one_batch_calls"] == 40 and fit["ns"] > 0, fit
+    # Each call timed, the calls' sum the whole.
+    assert len(fit["call_ms"]) == 40 and abs(sum(fit["call_ms"]) - fit["ns"] / 1e6) < 1.0
     found = json.loads((run / "summary.json").read_text())["diagnoses"]
     (d,) = [d for d in found if d["rule"] == "fit_per_batch"]
     assert "model.fit 40 times on one batch each" in d["message"], d

@@ -57,6 +57,10 @@ _KERAS_TRAINER = "keras.src.backend.tensorflow.trainer"
 _DATASET = "tensorflow.python.data.ops.dataset_ops"
 
 
+#: The fit calls whose durations are kept (``fit.call_ms``).
+FIT_CALLS_KEPT = 2000
+
+
 def wrap_call(fn: Callable[..., Any], driver: StepDriver, source: str) -> Callable[..., Any]:
     """``fn`` such that each outermost call is one step (for step functions and tf.function)."""
     d = driver
@@ -494,8 +498,14 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
         finally:
             d.block -= 1
             d.keras_depth -= 1
-            # The calls' time, set-up and batches together (``calls.fit_facts``).
-            facts.fit["ns"] = int(facts.fit.get("ns") or 0) + d.clock() - t0
+            # The calls' time, set-up and batches together (``calls.fit_facts``), and each
+            # call's, the first ``FIT_CALLS_KEPT`` (its median: the instrumented windows slow
+            # the calls they hold, most of a short DQN's 64).
+            took = d.clock() - t0
+            facts.fit["ns"] = int(facts.fit.get("ns") or 0) + took
+            kept = facts.fit.setdefault("call_ms", [])
+            if len(kept) < FIT_CALLS_KEPT:
+                kept.append(round(took / 1e6, 3))
 
     return marked_fit
 
