@@ -263,6 +263,24 @@ def test_a_thin_sampled_phase_adds_another_runs_samples_until_it_has_enough() ->
     assert two.reason == "samples of repeat 1 added; samples of repeat 2 added"
 
 
+def test_the_scripts_own_time_is_never_more_than_its_first_run_took() -> None:
+    from types import SimpleNamespace
+
+    from profiler.model import OK, PhaseRecord, Segment, Window
+
+    # The text generation tutorial: 78 fit batches of ~0.48 s, then 300 one-character calls of
+    # 0.9 ms, steps too; the timed window's mean times every step read 188 s where the script
+    # ran 45 s (82 s profiled), and its budget let the runs take 228 s.
+    bounds = tuple(485_000_000 * i for i in range(13))
+    timed = PhaseRecord("timed", OK, window=Window("timed", (Segment(3, bounds),)))
+    script = {"steps": 378, "time": {"before_s": 4.3, "after_s": 0.0}, "wall_s": 82.5}
+    trace = SimpleNamespace(script=script, phases=(timed,))
+    assert rerun.alone_s(trace) == 82.5  # type: ignore[arg-type]
+    # Steps all alike: the estimate, below the instrumented run's time.
+    even = SimpleNamespace(script={**script, "steps": 78}, phases=(timed,))
+    assert rerun.alone_s(even) == pytest.approx(4.3 + 78 * 0.485)  # type: ignore[arg-type]
+
+
 def test_a_later_run_takes_the_first_runs_loop_as_its_steps() -> None:
     class T:
         def __init__(self, script: dict) -> None:
