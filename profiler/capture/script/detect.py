@@ -382,6 +382,14 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                 facts.fit.setdefault("first_step", d.done)
                 # What makes fit run eagerly: compile(run_eagerly=True) (the model's flag).
                 facts.fit["run_eagerly"] = bool(getattr(self.model, "run_eagerly", False))
+                # A tf.distribute strategy the model was built under (not the default one).
+                strategy = getattr(self.model, "distribute_strategy", None)
+                kind = type(strategy).__name__ if strategy is not None else ""
+                if kind and not kind.startswith("_Default"):
+                    facts.fit["strategy"] = kind
+                    replicas = getattr(strategy, "num_replicas_in_sync", None)
+                    if isinstance(replicas, int):
+                        facts.fit["strategy_replicas"] = replicas
                 if not facts.fit.get("steps_per_epoch"):
                     facts.fit["steps_per_epoch"] = params.get("steps")
                 # A fit of one batch in all (a DQN's fit on one sample per replayed
