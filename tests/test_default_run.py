@@ -220,6 +220,13 @@ def test_the_final_message_names_what_is_missing_and_the_repeat_that_measures_it
     assert "sampled got too few samples to be right" in thin and "budget" not in thin
     both = rerun.message("ran", ["lines", "sampled"], ["lines", "sampled"], None, 10**9, None)
     assert "lines and sampled got too few steps or samples to be right" in both
+    # A run of its own got the what-ifs no room either (word2vec's 60 steps, 3 a fit epoch):
+    # no --repeat is offered, a longer run of the script is.
+    stuck = rerun.message("ran", ["whatif"], [], 7.0, 7 * 10**9, 41.0, ["whatif"])
+    assert stuck == (
+        "ran; whatif got no steps, even in a run of the script measuring only it: the script's "
+        "steps leave no room for it (a longer run of the script, more steps or epochs, would)"
+    )
 
 
 def test_the_again_line_tells_a_phase_with_no_steps_from_one_with_too_few_samples() -> None:

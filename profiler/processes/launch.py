@@ -341,6 +341,8 @@ def run_workload_process(
     extra = rerun.same_steps(first) if first is not None else {}
     r = 0
     over_budget = False
+    #: The phases a run of their own measured nothing of.
+    no_room: list[str] = []
 
     def later(r: int, phases: list[str], script: dict[str, Any]) -> WorkloadOutcome:
         """Run ``r`` of the script (``repeat-r``), measuring ``phases``."""
@@ -420,6 +422,9 @@ def run_workload_process(
         filled = _merge(merged, again.trace, r)
         outcome = replace(outcome, trace=filled, wall_ns=outcome.wall_ns + again.wall_ns)
         if all(a is b for a, b in zip(filled.phases, merged.phases, strict=True)):
+            no_room = [
+                p.name for p in filled.phases if p.missed and p.status != OK and p.name in missing
+            ]
             break  # the run measured nothing better: another would not either
     if outcome.trace is not None:
         trace = outcome.trace
@@ -438,6 +443,7 @@ def run_workload_process(
             alone_s if over_budget else None,
             last_wall_ns,
             budget_s,
+            no_room,
         )
         if missed and opts.script_repeat is None and len(runs) >= rerun.MAX_RUNS:
             # Ended by the runs' limit, not the budget: say so (a 331-step course script whose

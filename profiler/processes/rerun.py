@@ -215,12 +215,23 @@ def message(
     alone: float | None,
     last_wall_ns: int,
     budget: float | None,
+    no_room: Sequence[str] = (),
 ) -> str:
     """The script's message at the end: how it ended, and the phases still missing (``thin``:
     measured, on fewer steps than they need to be right) with the ``--repeat`` that would
-    measure them (a re-run measures every phase it still misses)."""
+    measure them (a re-run measures every phase it still misses). ``no_room``: the phases a
+    run of their own still measured nothing of: another run would not either (word2vec's 60
+    steps, 3 a fit epoch, left no room for its what-ifs in a run of theirs, and the message
+    said "--repeat 1 measures it")."""
     if not missed:
         return base
+    if no_room and set(missed) <= set(no_room):
+        tail = (
+            f"{' and '.join(missed)} got no steps, even in a run of the script measuring only "
+            f"{_them(missed)}: the script's steps leave no room for {_them(missed)} (a longer "
+            "run of the script, more steps or epochs, would)"
+        )
+        return f"{base}; {tail}" if base else tail
     words = _budget_words(alone, budget)
     if words and any(m in CORE for m in missed):
         words += f", and {CORE_EXTRA_S:g} s more while the kernels or the samples are missing"
