@@ -276,9 +276,18 @@ def memory_line(w: Mapping[str, Any]) -> str:
     if not m:
         script = w.get("script")
         return f"Memory: not measured ({memory_not_measured(script)})." if script else ""
+    own = m.get("own_peak_mb")
+    during = (
+        f", while the {m['peak_phase']} phase instrumented the loop: its own memory; outside "
+        f"the phases' windows {own:,.0f} MB at most, {m['own_peak_step']:,} steps in"
+        if m.get("peak_phase") and own is not None
+        else f", while the {m['peak_phase']} phase instrumented the loop: its own memory"
+        if m.get("peak_phase")
+        else ""
+    )
     text = (
         f"Memory: {m['first_mb']:,.0f} MB resident at the first step, {m['last_mb']:,.0f} MB at "
-        f"the last (peak {m['peak_mb']:,.0f} MB, {m['peak_step']:,} steps in)"
+        f"the last (peak {m['peak_mb']:,.0f} MB, {m['peak_step']:,} steps in{during})"
     )
     g, iv = m.get("growth_bytes_per_step"), m.get("growth_interval")
     if g is not None and iv and m.get("grows") and _early_only(m):

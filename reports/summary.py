@@ -437,7 +437,12 @@ def workload_summary(
         # A user's script (profiler.capture.script): how it ran, how its steps were found,
         # how it ended.
         entry["script"] = {**trace.script, "gc": gc.record_totals(trace.script.get("gc"))}
-        mem = memory.analyse(trace.script.get("memory"), trace.script, memory.clean_spans(trace))
+        mem = memory.analyse(
+            trace.script.get("memory"),
+            trace.script,
+            memory.clean_spans(trace),
+            memory.instrumented_spans(trace),
+        )
         if mem is not None:
             entry["memory"] = memory.to_json(mem)
         before = before_steps.to_json(before_steps.analyse(trace.before_steps, trace.script))

@@ -216,6 +216,35 @@ def test_growth_too_thin_to_fit_is_said_not_measured() -> None:
     assert focus_view.memory_line({"name": "tf1_gd"}) == ""  # not a script: nothing to say
 
 
+def test_a_peak_a_phase_held_is_said_to_be_its_and_the_largest_outside_is_given() -> None:
+    from profiler.analysis import memory
+
+    # The text generation tutorial: 800 MB before the framework phase's window (steps 29-37),
+    # 2,094 MB at its stop, 812 MB after it; 906 MB the script alone, without the profiler.
+    mb = 2**20
+    steps = [3, 15, 29, 31, 35, 37, 39, 60, 78]
+    rss = [778, 759, 800, 1075, 1793, 2140, 812, 865, 870]
+    spans = [("framework", 29, 37), ("hooks", 37, 51), ("whatif", 59, 75)]
+    got = memory._own_peak(steps, [r * mb for r in rss], 37, spans)
+    assert got == ("framework", 870 * mb, 78)
+    # A peak about the script's own (under 10% and 50 MB above the rest): not the phase's.
+    low = [778, 759, 800, 820, 850, 880, 812, 865, 870]
+    assert memory._own_peak(steps, [r * mb for r in low], 37, spans) == (
+        "",
+        None,
+        None,
+    )
+    assert memory._own_peak(steps, [r * mb for r in rss], 78, spans)[0] == ""
+    m = {"first_mb": 766.0, "last_mb": 1413.0, "peak_mb": 2140.0, "peak_step": 37, "steps": 0}
+    m.update(peak_phase="framework", own_peak_mb=870.0, own_peak_step=78)
+    line = focus_view.memory_line({"memory": {**m, "growth_bytes_per_step": None}})
+    assert line.startswith(
+        "Memory: 766 MB resident at the first step, 1,413 MB at the last (peak 2,140 MB, 37 "
+        "steps in, while the framework phase instrumented the loop: its own memory; outside "
+        "the phases' windows 870 MB at most, 78 steps in)"
+    )
+
+
 def test_growth_measured_in_the_early_steps_only_with_no_cause_is_not_called_growth() -> None:
     # A Keras fit beside a busy process: "grows by 597.1 KB a step", its clean steps all in
     # the first half after the warm-up, no cause seen, no finding; quiet: "no growth".
