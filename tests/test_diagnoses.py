@@ -1665,6 +1665,17 @@ def test_long_steps_left_out_are_no_positions_of_their_period() -> None:
         g, SimpleNamespace(script={**script, "long_steps": old}, warmup=trace.warmup)
     )
     assert "long_period" not in g
+    # Among as many very long steps off the period (a busy machine's preemptions line up
+    # now and then): no period.
+    noise = [
+        {"step": s, "us": 400_000.0, "median_us": 30_300.0, "phase": ""} for s in (50, 60, 95, 150)
+    ]
+    h = {"step_us": 55_453.7, "framework": "tf1"}
+    busy = {**record, "steps": sorted([*rows, *noise], key=lambda r: r["step"])}
+    long_steps.long_facts(
+        h, SimpleNamespace(script={**script, "long_steps": busy}, warmup=trace.warmup)
+    )
+    assert h.get("long_period") != 110
 
 
 def test_a_boundary_its_callbacks_hold_little_of_leaves_the_rest_untimed_and_the_strategy():

@@ -195,7 +195,9 @@ def _few_at_period(rows: list[dict[str, Any]], observed: list[int]) -> tuple[int
             hits = [x for x in big if (x - a) % p == 0]
             first = lo + (a - lo) % p
             positions = [x for x in range(first, hi + 1, p) if x in seen]
-            if len(hits) >= MIN_LONG and set(positions) <= set(hits):
+            # Most of the very long steps at it: a busy machine's preemptions of 100 ms and
+            # more (8 beside the test suite) fall anywhere, and three of them can line up.
+            if len(hits) >= MIN_LONG and set(positions) <= set(hits) and 2 * len(hits) > len(big):
                 found = (p, hits)
     return found
 
