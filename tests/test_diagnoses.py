@@ -1634,6 +1634,10 @@ def test_a_fix_naming_xla_says_where_the_loop_compiled_with_xla_raised() -> None
     assert performance._xla_failed(d, {"keras_jit": ok}) is d
     other = Diagnosis("input_bound", "workload", "t.py", "waits", "prefetch")
     assert performance._xla_failed(other, {"keras_jit": failed}) is other
+    # Keras refusing XLA for the model (augmentation layers inside it): said the same way.
+    why = "Keras does not compile this model with XLA (its layers RandomFlip do not support XLA)"
+    said = performance._xla_failed(d, {}, f"{why}: jit_compile=True runs without it")
+    assert said.fix.endswith(f"{why}: jit_compile=True runs without it: not a way here.")
 
 
 def test_long_steps_left_out_are_no_positions_of_their_period() -> None:

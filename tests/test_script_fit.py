@@ -281,3 +281,30 @@ def test_a_tensorboard_callbacks_settings_are_read_as_keras_keeps_them() -> None
     busy = keras.callbacks.TensorBoard("logs", update_freq="batch", profile_batch=(2, 4))
     got = _tensorboard_settings([busy])
     assert got["tb_update_freq"] == 1 and got["tb_profiling"] is True
+
+
+@pytest.mark.tf
+def test_a_model_keras_will_not_compile_with_xla_gets_no_xla_what_if() -> None:
+    # The image classification tutorial's augmentation layers inside the model: Keras keeps
+    # jit_compile False (with a warning), and the what-if measured the script against itself.
+    import warnings
+
+    import keras
+
+    from profiler.capture.whatifs import _jit_refused
+
+    aug = keras.Sequential(
+        [keras.Input((8, 8, 3)), keras.layers.RandomZoom(0.1), keras.layers.Flatten()]
+    )
+    aug.compile("sgd", "mse")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        why = _jit_refused(aug)
+    assert why == (
+        "Keras does not compile this model with XLA (its layers RandomZoom do not support "
+        "XLA): jit_compile=True runs without it"
+    )
+    assert not said and aug.jit_compile is False  # no warning let through, the model as it was
+    plain = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    plain.compile("sgd", "mse")
+    assert _jit_refused(plain) is None and plain.jit_compile is False

@@ -2338,6 +2338,7 @@ def diagnose(
     if unattributed:
         found += evaluate(memory_rules.RULES, "workload", unattributed)
     measured = {w.name: {m.id: m for m in getattr(w, "whatifs", ())} for w in workloads}
+    refused = {w.name: _xla_refused(w) for w in workloads}
     kinds = {f["name"]: f.get("mem_cause_kind") or "" for f in all_facts + unattributed}
     facts_by = {f["name"]: f for f in all_facts}
     out = []
@@ -2352,7 +2353,7 @@ def diagnose(
             and m.measured_us is not None
             and m.verdict != "failed"
         ]
-        d = _xla_failed(d, measured.get(d.name, {}))
+        d = _xla_failed(d, measured.get(d.name, {}), refused.get(d.name, ""))
         faster = _faster_than_kernels(d, facts_by.get(d.name, {}), measured.get(d.name, {}))
         if faster is not None:
             d = dataclasses.replace(d, fix=faster, refuted=True)
@@ -2373,11 +2374,31 @@ def diagnose(
 XLA_WHATIFS = ("keras_jit", "function_jit")
 
 
-def _xla_failed(d: Diagnosis, measured: Mapping[str, Any]) -> Diagnosis:
-    """A fix that names XLA, where the loop compiled with XLA raised: the fix says so, with the
-    error (a loop whose ops XLA cannot compile was still told to try jit_compile=True)."""
+#: The start of the reason a Keras XLA what-if did not run where Keras refuses XLA for the
+#: model (``profiler.capture.whatifs._jit_refused``).
+XLA_REFUSED = "Keras does not compile this model with XLA"
+
+
+def _xla_refused(w: Any) -> str:
+    """Why Keras would not compile the workload's model with XLA ("" where it would, or the
+    what-ifs did not look): the what-if phase's reason for not running it."""
+    trace = getattr(getattr(w, "outcome", None), "trace", None)
+    rec = trace.phase("whatif") if trace is not None else None
+    data = getattr(rec, "data", None)
+    for key, why in getattr(data, "not_run", ()) or ():
+        if key in XLA_WHATIFS and str(why).startswith(XLA_REFUSED):
+            return str(why)
+    return ""
+
+
+def _xla_failed(d: Diagnosis, measured: Mapping[str, Any], refused: str = "") -> Diagnosis:
+    """A fix that names XLA, where the loop compiled with XLA raised, or Keras refuses XLA
+    for the model: the fix says so, with the error (a loop whose ops XLA cannot compile was
+    still told to try jit_compile=True)."""
     if "XLA" not in d.fix or d.rule not in WHATIF_FOR:
         return d
+    if refused:
+        return dataclasses.replace(d, fix=f"{d.fix} {refused}: not a way here.")
     for key in XLA_WHATIFS:
         m = measured.get(key)
         if key in WHATIF_FOR[d.rule] and m is not None and m.status == "failed":
