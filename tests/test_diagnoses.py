@@ -1707,3 +1707,23 @@ def test_a_boundary_its_callbacks_hold_little_of_leaves_the_rest_untimed_and_the
     # Callbacks timed at most of the boundary, or one not timed: nothing added.
     assert performance._untimed_rest(fit, work, list(ends), ends, 50_000_000.0) is None
     assert performance._untimed_rest(fit, work, [*ends, "Custom"], ends, 1e10) is None
+
+
+def test_long_steps_do_not_tell_a_compiled_evaluation_step_to_be_compiled() -> None:
+    # Keras's custom training loop guide: its validation each epoch runs an @tf.function
+    # test_step already; "an evaluation's step compiled with tf.function" could not help.
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import long_steps
+
+    rows = [{"step": s, "us": 400_000.0, "median_us": 1_000.0, "phase": ""} for s in (3126, 6252)]
+    record = {"steps": rows, "left_out": 0, "spans": []}
+
+    def cheaper(functions: list[dict]) -> str:
+        script = {"long_steps": record, "steps": 7815, "functions": functions}
+        f = {"step_us": 1_000.0, "framework": "tf2"}
+        long_steps.long_facts(f, SimpleNamespace(script=script, warmup=SimpleNamespace(n_steps=3)))
+        return f["long_cheaper"]
+
+    assert cheaper([{"name": "train_step", "own": True}]).startswith(" (an evaluation's step")
+    assert cheaper([{"name": "train_step", "own": True}, {"name": "test_step", "own": True}]) == ""

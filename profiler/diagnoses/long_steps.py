@@ -27,6 +27,7 @@ epoch boundaries (``per_epoch_cost``), a graph's new ops, the collector's pauses
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from statistics import median
 from typing import Any
@@ -157,9 +158,15 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
     f["long_instrumented"] = not quiet_rows
     # tf.function advice only where the steps are TensorFlow 2's (a TF1 session loop's epoch-end
     # reshuffle was told to compile its evaluation with tf.function).
+    # Nor where the script's evaluation step is a tf.function already (Keras's custom loop
+    # guide's test_step: "compiled with tf.function" could not help).
+    compiled = any(
+        fn.get("own") and EVAL_FUNCTION.search(str(fn.get("name") or "").lower())
+        for fn in script.get("functions") or ()
+    )
     f["long_cheaper"] = (
         " (an evaluation's step compiled with tf.function as the training step is)"
-        if f.get("framework") in ("tf2", "keras")
+        if f.get("framework") in ("tf2", "keras") and not compiled
         else ""
     )
     what, fix = (BETWEEN_PASSES, BETWEEN_FIX) if passes else _what_and_fix(kept, script)
@@ -202,6 +209,9 @@ def _few_at_period(rows: list[dict[str, Any]], observed: list[int]) -> tuple[int
     return found
 
 
+#: A tf.function of the script's named as an evaluation step (``test_step``, ``val_step``,
+#: ``evaluate``, ``compute_loss`` is not).
+EVAL_FUNCTION = re.compile(r"(^|_)(test|val|valid|validation|eval|evaluate|evaluation)(_|$)")
 #: The phases whose steps run as the script's own (the timed window is uninstrumented).
 QUIET = ("", "timed")
 
