@@ -604,7 +604,13 @@ def validate(doc: dict[str, Any]) -> None:
     problem = _plain_problem(doc)
     if problem:
         raise SummaryError(f"summary does not match its schema: {problem}")
-    validator = jsonschema.Draft202012Validator(schema())
+    try:
+        spec = schema()
+    except (OSError, ValueError) as exc:
+        # A schema that cannot be read is the install's fault, not the run's: the run's
+        # summary is still written, as for any mismatch (``pipeline.write_outputs``).
+        raise SummaryError(f"the summary's schema cannot be read: {exc}") from None
+    validator = jsonschema.Draft202012Validator(spec)
     # Keys of one container are all str or all int: (is str, key) sorts mixed paths too.
     errors = sorted(
         validator.iter_errors(doc),

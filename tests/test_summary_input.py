@@ -209,3 +209,21 @@ def test_report_and_compare_answer_any_mutation_of_the_golden_summary_in_one_lin
     if report_err.startswith(loading) and "no run writes" not in report_err:
         # report could not load it: compare loads it the same way, so it says the same.
         assert err == report_err
+
+
+def test_a_schema_that_cannot_be_read_is_a_summary_error_and_the_run_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A schema file broken in the install (caught mid-edit once): the run's analysis was
+    # thrown away with a JSONDecodeError traceback; it is an internal error that keeps the run.
+    from profiler.processes import pipeline
+
+    def broken() -> dict:
+        raise ValueError("Expecting ',' delimiter: line 720 column 335")
+
+    monkeypatch.setattr(summary, "schema", broken)
+    with pytest.raises(summary.SummaryError, match="the summary's schema cannot be read"):
+        summary.validate(copy.deepcopy(BASE))
+    pipeline.write_outputs(tmp_path, copy.deepcopy(BASE))
+    assert json.loads((tmp_path / "summary.json").read_text())["workloads"]
+    assert "cannot be read" in (tmp_path / "schema-error.txt").read_text()
