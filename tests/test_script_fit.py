@@ -188,7 +188,9 @@ def test_a_fit_on_a_batched_dataset_counts_the_datasets_batch_as_its_samples(tmp
         "import tensorflow as tf\n"
         "x = np.random.default_rng(0).normal(size=(4096, 8)).astype('float32')\n"
         "y = x.sum(axis=1, keepdims=True)\n"
-        "ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).prefetch(2)\n"
+        # A filter leaves its length unknown to fit (a TFRecordDataset's is too).
+        "ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).filter(lambda a, b: True)\n"
+        "ds = ds.prefetch(2)\n"
         "model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])\n"
         "model.compile('sgd', 'mse')\n"
         "model.fit(ds, epochs=3, verbose=0, validation_data=ds.take(8))\n",
@@ -205,6 +207,9 @@ def test_a_fit_on_a_batched_dataset_counts_the_datasets_batch_as_its_samples(tmp
     assert len(timed) == 3 and all(v > 0 for v in timed), timed
     # The timed window alone ran: every validation was the script's as written.
     assert "validations_altered" not in w["script"]["fit"], w["script"]["fit"]
+    # Its epochs' length, unknown to fit, is the first epoch's batches.
+    fit = w["script"]["fit"]
+    assert fit["steps_per_epoch"] == 64 and fit["steps_per_epoch_seen"] is True, fit
 
 
 @pytest.mark.tf

@@ -431,6 +431,16 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                         # during the what-ifs and the line profiler).
                         facts.fit.setdefault("validations_altered", []).append(len(timed) - 1)
 
+            def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+                # A dataset of unknown length (a TFRecordDataset's) gives fit no step count:
+                # the first epoch's batches are its length (each epoch's start, a shuffle
+                # buffer refilling, was read as "an evaluation" between steps, no fit's).
+                if not facts.fit.get("steps_per_epoch") and epoch == 0:
+                    first = int(facts.fit.get("first_step") or 0)
+                    if d.done - first > 0:
+                        facts.fit["steps_per_epoch"] = d.done - first
+                        facts.fit["steps_per_epoch_seen"] = True
+
             def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
                 self.begin()
 
