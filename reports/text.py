@@ -92,7 +92,10 @@ def answer(vm: dict[str, Any]) -> str:
             for x in card["whatifs"]:
                 out.append(f"  - {x['title']}: {x['text']}; {x['results']} ({x['blocks']})")
         if card.get("not_fixes"):
-            out.append("measured on your loop, and not a fix here:")
+            out.append(
+                "measured on your loop, not shown to be a fix here (slower, or within the "
+                "machine's noise):"
+            )
             for x in card["not_fixes"]:
                 out.append(f"  - {x['title']}: {x['text']} ({x['blocks']})")
         if card["findings"]:

@@ -38,7 +38,10 @@ def test_tf1_session_run_through_a_native_callable_saves_what_was_predicted(tmp_
     p, tol = x["predicted_saving_us"], x["tolerance_us"]
     if low <= 0:
         assert x["verdict"] == "inconclusive"
-        assert "measured on your loop, and not a fix here:" in stdout
+        assert (
+            "measured on your loop, not shown to be a fix here (slower, or within the "
+            "machine's noise):" in stdout
+        )
     else:
         assert (low <= p + tol and high >= p - tol) == (x["verdict"] == "holds")
         assert x["verdict"] in ("holds", "misses")
