@@ -85,6 +85,11 @@ def peak_lines(m: dict[str, Any] | None) -> list[str]:
     at = f"the census at step {p['step']:,}, {p['rss_mb']:,.0f} MB resident"
     if m["peak_mb"] - p["rss_mb"] >= 1:
         at += f"; the peak sampled: {m['peak_mb']:,.0f} MB at step {m['peak_step']:,}"
+    if p.get("before_steps_peak"):
+        at += (
+            ", before the first step, while the script made its data: no name held it then, "
+            "its temporaries did"
+        )
     # Holders under 1% of the largest (or 1 KB) are counted, not listed: a dataset's 192-byte
     # batch_size tensor beside a 1 MB array is noise.
     top = p["holders"][0]["bytes"] if p["holders"] else 0

@@ -247,6 +247,26 @@ def test_the_runtime_is_what_was_resident_before_the_first_step_less_the_names()
     assert no_start.rest_bytes == 500 * mb
 
 
+def test_a_peak_before_the_first_step_with_no_name_holding_it_takes_the_first_steps_census():
+    # A CS231n data loader's float64 copy beside its int64 source: 1,086 MB before the first
+    # step, its names not bound yet, read "no array, tensor or model"; at the first step
+    # X_train held 516 MB.
+    mb = 2**20
+    empty = Census(5, 0, 1086 * mb, held_bytes=0, holders=(), found=0, names=3, cost_ns=7)
+    start = Census(9, 1, 563 * mb, held_bytes=517 * mb, holders=(), found=4, names=9, cost_ns=7)
+    p = memory.peak_of({"census": Censuses(empty, start, 590 * mb, 10, 7, 7).to_json()})
+    assert p is not None and p.before_steps_peak and p.step == 1 and p.held_bytes == 517 * mb
+    m = {"peak_mb": 1070.0, "peak_step": 0, "peak": memory.peak_json(p)}
+    assert (
+        "the peak sampled: 1,070 MB at step 0, before the first step, while the script made its "
+        "data: no name held it then, its temporaries did"
+    ) in viewmodel.peak_lines(m)[0]
+    # A census at the peak that found names is kept.
+    held = Census(5, 0, 1086 * mb, held_bytes=900 * mb, holders=(), found=1, names=3, cost_ns=7)
+    kept = memory.peak_of({"census": Censuses(held, start, 590 * mb, 10, 7, 7).to_json()})
+    assert kept is not None and kept.step == 0 and not kept.before_steps_peak
+
+
 def test_no_census_is_not_measured_never_zero() -> None:
     assert memory.peak_of({"census": None}) is None
     m = {"peak_mb": 512.0, "peak_step": 40, "peak": None}
