@@ -194,9 +194,13 @@ def test_a_steps_span_mostly_beyond_steady_steps_is_split_into_the_first_steps_a
         "take 5.5 s: the first 3 took 6.0 s more (tracing, compiling and first calls, paid "
         "once), the others 14.0 s more (slow steps" in line
     ), line
-    # A small one-off part: the rest cannot be told from the profiler's own phases, not said.
+    # A small one-off part: the rest is said, not told apart from the profiler's own phases.
     few = {**one_off, "warmup_excess_ms": 900.0}
-    assert "median step" not in focus_view._budget({**script, "wall_s": 30.0}, None, 115_304.0, few)
+    assert (
+        "(48 steps; at the median step they would take 5.5 s, the other 20.0 s are slow steps "
+        "and the time between steps (epoch ends, validations, the script's other calls, later "
+        "traces, and the profiler's own phases, not told apart))"
+    ) in focus_view._budget({**script, "wall_s": 30.0}, None, 115_304.0, few)
     # Steady steps most of the span, and the steps most of the run: no line.
     steady = {**script, "wall_s": 8.0, "time": {"before_s": 0.8, "steps_s": 7.0, "after_s": 0.2}}
     assert focus_view._budget(steady, None, 115_304.0, one_off) == ""
