@@ -1727,3 +1727,35 @@ def test_long_steps_do_not_tell_a_compiled_evaluation_step_to_be_compiled() -> N
 
     assert cheaper([{"name": "train_step", "own": True}]).startswith(" (an evaluation's step")
     assert cheaper([{"name": "train_step", "own": True}, {"name": "test_step", "own": True}]) == ""
+
+
+def test_a_traced_or_paused_step_is_no_miss_of_the_long_steps_period() -> None:
+    # Keras's custom training loop guide: a validation after each 1,563-step epoch (0.3 s,
+    # ~15% of an epoch without the profiler); the first epoch's end also retraced (a last
+    # partial batch) and read "3 steps of the run, too few to show a period".
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import long_steps
+
+    rows = [
+        {"step": 1562, "us": 153_765.4, "median_us": 854.9, "phase": "framework"},
+        {"step": 1563, "us": 295_937.5, "median_us": 854.9, "phase": "framework"},
+        {"step": 3126, "us": 189_488.8, "median_us": 1_029.5, "phase": "whatif"},
+        {"step": 4689, "us": 189_567.8, "median_us": 849.0, "phase": ""},
+        {"step": 6252, "us": 190_570.7, "median_us": 794.9, "phase": ""},
+    ]
+    record = {"steps": rows, "left_out": 600, "spans": [], "left": [[3246, 3594], [3938, 4114]]}
+    functions = [{"name": "train_step", "own": True, "trace_steps": [1563]}]
+    script = {"long_steps": record, "steps": 7815, "functions": functions}
+    f = {"step_us": 865.0, "framework": "tf2"}
+    long_steps.long_facts(f, SimpleNamespace(script=script, warmup=SimpleNamespace(n_steps=20)))
+    assert f["long_period"] == 1563 and f["long_count"] == 3, f.get("long_how")
+    assert 10 < f["long_pct"] < 16, f["long_pct"]
+    # A position in the sampled (paused) window is no miss either.
+    big = [{"step": s, "us": 400_000.0, "median_us": 1_000.0, "phase": ""} for s in (300, 500, 700)]
+    observed = list(range(20, 800))
+    assert long_steps._few_at_period(big, observed) == (None, [])
+    assert long_steps._few_at_period(big, observed, frozenset(range(90, 120))) == (
+        200,
+        [300, 500, 700],
+    )
