@@ -1759,3 +1759,19 @@ def test_a_traced_or_paused_step_is_no_miss_of_the_long_steps_period() -> None:
         200,
         [300, 500, 700],
     )
+
+
+def test_each_new_models_first_validation_is_left_out_of_the_epochs_cost() -> None:
+    # The imbalanced-data tutorial fits four new models: each one's first validation traces
+    # its test function (0.75-1.0 s against ~0.2 s later ones, beside a busy process).
+    from profiler.diagnoses import performance
+
+    ms = 1_000_000
+    later = [200 * ms] * 6
+    fit = {"steps_per_epoch": 23, "validations_ns": [900 * ms, *later[:3], 1000 * ms, *later[3:]]}
+    with_firsts = performance._validations({**fit, "first_validations": [0, 4]}, 4_600_000.0)
+    assert with_firsts is not None and with_firsts.boundaries == 6
+    assert with_firsts.excess_ns == 200 * ms
+    # A record without them: the run's first alone is left out, as before.
+    old = performance._validations(fit, 4_600_000.0)
+    assert old is not None and old.boundaries == 7

@@ -209,6 +209,8 @@ def test_a_fit_on_a_batched_dataset_counts_the_datasets_batch_as_its_samples(tmp
     assert "validations_altered" not in w["script"]["fit"], w["script"]["fit"]
     # Its epochs' length, unknown to fit, is the first epoch's batches.
     fit = w["script"]["fit"]
+    # One model: its first validation (index 0) is the one that traced.
+    assert fit["first_validations"] == [0], fit
     assert fit["steps_per_epoch"] == 64 and fit["steps_per_epoch_seen"] is True, fit
 
 

@@ -593,8 +593,12 @@ def _validations(
     (``validations_altered``) are left out: a conv net's 0.13 s validation read 0.2-2.9 s
     during the what-ifs and the line profiler, and 1.8 s was called 45% of its training."""
     altered = set() if low_half else {int(i) for i in fit.get("validations_altered") or []}
+    # Each new model's first validation traces its test function, not only the run's first.
+    firsts = {0, *(int(i) for i in fit.get("first_validations") or [])}
     timed = sorted(
-        int(v) for i, v in enumerate(fit.get("validations_ns") or []) if i and i not in altered
+        int(v)
+        for i, v in enumerate(fit.get("validations_ns") or [])
+        if i not in firsts and i not in altered
     )
     if low_half:
         # ``low_half``: every one after the first, altered ones too, and the lower half of them.
