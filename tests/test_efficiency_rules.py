@@ -42,10 +42,17 @@ def seed_pair(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def control_pair(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    # Two separate runs of the same loop with the same seed: equal but for timing noise.
-    a = impls(tmp_path_factory.mktemp("a"), ["adam_minibatch"])["adam_minibatch"]
-    b = impls(tmp_path_factory.mktemp("b"), ["adam_minibatch"])["adam_minibatch"]
-    return efficiency_pairs.pair_facts(a, b, TARGET)
+    # Two separate runs of the same loop with the same seed: equal but for timing noise. Two
+    # runs apart in time on a shared machine can differ by its load (9.2 against 92 µs an
+    # update once, beside the suite's other worker, and overhead_bound fired): a pair a rule
+    # fires on is measured again, up to 3 times; a rule that fires on every one still fails.
+    for _ in range(3):
+        a = impls(tmp_path_factory.mktemp("a"), ["adam_minibatch"])["adam_minibatch"]
+        b = impls(tmp_path_factory.mktemp("b"), ["adam_minibatch"])["adam_minibatch"]
+        pair = efficiency_pairs.pair_facts(a, b, TARGET)
+        if not fired(pair):
+            break
+    return pair
 
 
 @pytest.mark.tf
