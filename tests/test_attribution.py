@@ -187,6 +187,21 @@ def test_samples_give_shares_of_the_timed_step():
     }
 
 
+def test_samples_waiting_in_a_datasets_next_are_the_input_part_of_feed_fetch():
+    # An eager loop over a dataset from a generator (the tf.data guide's): the main thread in
+    # iterator_get_next 30% of the step. The input diagnoses read the part: without it, no
+    # input finding fired.
+    get_next = (
+        *NP_STEP,
+        py("OwnedIterator.__next__", "tensorflow/python/data/ops/iterator_ops.py"),
+        py("iterator_get_next", "tensorflow/python/ops/gen_dataset_ops.py"),
+    )
+    rec = _sampled([(get_next, 30), (NP_STEP, 70)])
+    att = attribution.attribute(_trace([2000] * 10, rec))
+    assert att.typical["feed_fetch"] == 600 and att.typical["python"] == 1400
+    assert att.parts["feed_fetch.input"] == 600
+
+
 def test_native_session_samples_are_resolved_by_kernel_time():
     native = (*TF1_DO_RUN, py("BaseSession._call_tf_sessionrun", TF1_DO_RUN[-1].file, 1483))
     rec = _sampled([(native, 60), (TF1_DO_RUN, 40)])

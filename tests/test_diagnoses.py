@@ -1114,6 +1114,37 @@ def test_a_tf_loops_sleep_is_named_from_its_line_and_is_no_per_call_overhead() -
     assert "sleep_share" not in g
 
 
+def test_an_eager_loops_sleep_is_no_python_tf_function_would_remove() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance, step_lines, waiting
+    from profiler.model import Frame, Sample
+
+    # The tf.data guide's loop: its training step a time.sleep(0.01), 70% of the step, booked as
+    # Python by the samples; it read "eager execution spends 9,960 µs per step in Python ...
+    # wrap the body of the loop in tf.function". A loop found by the automatic step names only
+    # lines beside the math: a sleep is one.
+    assert step_lines._beside_the_math("time.sleep(0.01)")
+    assert step_lines._beside_the_math("sleep(delay)")
+    assert not step_lines._beside_the_math("loss = step(x)")
+    line = Frame("benchmark", "/home/me/naive.py", 32)
+    samples = (
+        Sample((line,), 95, "main"),
+        Sample((Frame("benchmark", "/home/me/naive.py", 30),), 40, "main"),
+    )
+    sampled = SimpleNamespace(samples=samples)
+    trace = SimpleNamespace(phase=lambda name: sampled if name == "sampled" else None)
+    f = {"label": "naive.py", "name": "naive.py", "framework": "tf2", "step_us": 14_153.0}
+    f.update(eager=True, python_us=9_960.0, dispatch_us=0.0, step_function="the loop's body")
+    f.update(python_dispatch_us=9_960.0, python_dispatch_pct=70.4, hot_line=32)
+    f.update(hot_line_source="time.sleep(0.01)", hot_line_share_pct=70.0, hot_line_us=9_900.0)
+    f.update(hot_line_function="benchmark")
+    waiting.wait_facts(f, trace)
+    found = {d.rule for d in evaluate(performance.RULES, "workload", [f])}
+    assert "sleep_in_steps" in found and "eager_dispatch" not in found
+    assert f["python_us"] < 0.35 * 9_960.0 and f["python_dispatch_pct"] < 25
+
+
 def test_a_step_twice_as_long_every_tenth_step_is_periodic_and_random_ones_are_not() -> None:
     import random
 
@@ -1775,3 +1806,43 @@ def test_each_new_models_first_validation_is_left_out_of_the_epochs_cost() -> No
     # A record without them: the run's first alone is left out, as before.
     old = performance._validations(fit, 4_600_000.0)
     assert old is not None and old.boundaries == 7
+
+
+@pytest.mark.parametrize("other_cpu_ms", [25.0, 400.0])
+def test_a_generator_that_mostly_waits_costs_the_step_its_wait_and_is_told_to_run_in_parallel(
+    other_cpu_ms: float,
+) -> None:
+    """The tf.data guide's generator sleeping 15 ms an element beside a 10 ms step: its PyFunc
+    ran 14.8 ms of a 15.6 ms step on tf.data's thread, the step waited 4.2 ms; "about 9,498 µs
+    of each 14,153 µs step" took the rest as sharing the cores, but the threads beside the step
+    used 0.8 ms of CPU a step. Without the profiler its sleep removed took 4.4 ms off the step,
+    and the step's own 10 ms removed took nothing off (the generator sets the pace)."""
+    from types import SimpleNamespace as NS
+
+    from profiler.diagnoses import input as input_rules
+    from profiler.diagnoses import waiting
+
+    steps = 31
+    table = NS(steps=19, rows=[NS(kernel="PyFunc", input_thread=True, total_ns=281_255_042)])
+    window = NS(n_steps=steps, durations_ns=lambda: [15_600_000] * 19)
+    cpu = NS(other_cpu_ns=int(other_cpu_ms * 1e6), usable_cpus=2, cpu_count=2)
+    data = {"framework": NS(xplane_op_table=table, op_table=None), "timed": cpu}
+    phases = {"framework": NS(window=window), "timed": NS(window=window)}
+    trace = NS(data=data.get, phase=phases.get)
+    f = {"label": "naive.py", "step_us": 14_153.0, "input_us": 4_194.0, "input_pct": 29.6}
+    input_rules.generator_facts(f, trace)
+    assert f["gen_cpu_us"] == pytest.approx(14_803, rel=0.01)
+    assert f["gen_paces"]
+    if other_cpu_ms < 100:  # 0.8 ms a step: the generator waits
+        assert f["gen_us"] == pytest.approx(4_194 + 806 / 2, rel=0.01)
+        assert f["gen_fix"] == input_rules.GEN_WAITS_FIX and "mostly waiting" in f["gen_beside"]
+    else:  # 12.9 ms a step: it computes, beside the step's work, on its cores
+        assert f["gen_us"] == pytest.approx(4_194 + (14_803 - 4_194) / 2, rel=0.01)
+        assert f["gen_fix"] == input_rules.GEN_FIX
+    # The step's own sleep then saves nothing: the step would wait for the batches instead.
+    f.update(sleep_share=0.7, sleep_us=9_754.0, gen_python="ArtificialDataset._generator")
+    waiting._sleep_gain(f)
+    assert f["sleep_gain_us"] == 0.0 and "would not be faster" in f["sleep_gain"]
+    f["gen_paces"] = False
+    waiting._sleep_gain(f)
+    assert f["sleep_gain_us"] == 9_754.0 and f["sleep_gain"].endswith("about 9,754 µs")

@@ -56,6 +56,8 @@ COMPUTE, DISPATCH, FEED_FETCH, PYTHON, TRACING, COMMUNICATION, OTHER = CATEGORIE
 CALLER = "<caller>"
 #: The row of a thread asleep (``time.sleep``): its samples are ``other``, named.
 SLEEP = "sleep"
+#: The row of tf.data's iterator ops on the main thread (``next`` of a dataset): data in.
+TF_DATA = "tf-data-ops"
 #: The row of a main thread waiting on a queue or a pool: ``feed_fetch``, data in.
 QUEUE_WAIT = "queue-wait"
 #: The row of a main thread taking a Pool's imap results: ``feed_fetch``, data in.
@@ -282,7 +284,7 @@ RULES: tuple[Rule, ...] = (
         note="an eager op on the slow path (TFE_Py_Execute from an *_eager_fallback)",
     ),
     Rule(
-        "tf-data-ops",
+        TF_DATA,
         FEED_FETCH,
         file=r"tensorflow/python/ops/gen_(dataset|experimental_dataset|optional)_ops\.py$",
         note="tf.data iterator ops (make_iterator, iterator_get_next, optional_has_value): "

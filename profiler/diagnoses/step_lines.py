@@ -49,6 +49,10 @@ TRAINING_LINE = re.compile(
     r"apply_gradients|minimi[sz]e\(|optimi[sz]er|\.gradient\(|train_step|train_on_batch|"
     r"\.backward\(|\.step\("
 )
+#: A line that sleeps (``time.sleep``): no work at all, and never the training's arithmetic (the
+#: tf.data performance guide's loop, ``time.sleep(0.01)`` standing for its training step, read
+#: "Python 70%" and was told to wrap the loop in tf.function; the waiting diagnoses name it).
+SLEEP_LINE = re.compile(r"(^|[^\w.])(time\.)?sleep\(")
 #: Logging and progress: printing, tqdm's postfix and description, loggers, summary writers.
 LOGGING_LINE = re.compile(
     r"\bprint\(|\.set_postfix(_str)?\(|\.set_description(_str)?\(|\blogg(ing|er)\.|"
@@ -390,6 +394,7 @@ def _beside_the_math(source: str) -> bool:
     call, a data set copied whole in a new order."""
     return bool(
         LOGGING_LINE.search(source)
+        or SLEEP_LINE.search(source)
         or SAVE_LINE.search(source)
         or EVAL_LINE.search(source)
         or WHOLE_CONVERT.match(source)

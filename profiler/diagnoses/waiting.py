@@ -30,11 +30,11 @@ of work spread over the whole step.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from profiler.analysis import sampling
 from profiler.diagnoses.engine import Rule
+from profiler.diagnoses.step_lines import SLEEP_LINE
 
 #: The sleeping share of the steps worth a finding (its 95% interval's lower end above
 #: ``SLEEP_MIN_LOW``).
@@ -92,12 +92,37 @@ def wait_facts(f: dict[str, Any], trace: Any) -> None:
         f["sleep_booked"] = "other"
     else:
         _sleep_from_hot_line(f, a.total)
+    if "sleep_share" in f:
+        _sleep_gain(f)
     if "sleep_share" in f and f.get("overhead_us") is not None and f.get("step_us"):
         # Asleep is no framework overhead a larger batch or several steps a call would spread
         # (a tf.function loop sleeping 4 ms a step: "96% of each step is overhead ... the
         # tf.function call's per-call cost").
         f["overhead_us"] = max(float(f["overhead_us"]) - f["sleep_us"], 0.0)
         f["overhead_pct"] = 100 * f["overhead_us"] / float(f["step_us"])
+    if f.get("sleep_booked") == "Python" and f.get("python_us") is not None and f.get("step_us"):
+        # Nor Python's work tf.function would take away (the tf.data guide's loop, its
+        # training step a 10 ms sleep: "eager execution spends 9,960 µs per step in Python
+        # ... wrap the body of the loop in tf.function").
+        f["python_us"] = max(float(f["python_us"]) - f["sleep_us"], 0.0)
+        if f.get("python_dispatch_us") is not None:
+            f["python_dispatch_us"] = f["python_us"] + float(f.get("dispatch_us") or 0.0)
+            f["python_dispatch_pct"] = 100 * f["python_dispatch_us"] / float(f["step_us"])
+
+
+def _sleep_gain(f: dict[str, Any]) -> None:
+    """What taking the sleep out would save: the sleep, or nothing where tf.data's thread
+    makes the batches at the steps' pace (``gen_paces``: the sleep overlaps their making)."""
+    f["sleep_gain"] = f"the step would lose about {f['sleep_us']:,.0f} µs"
+    f["sleep_gain_us"] = f["sleep_us"]
+    if f.get("gen_paces"):
+        f["sleep_gain"] = (
+            f"the step would not be faster while its batches take longer: "
+            f"{f['gen_python']} makes each on tf.data's thread in about "
+            f"{f['gen_cpu_us']:,.0f} µs ({f['gen_pct']:.0f}% of a step), and the step "
+            "would wait for them instead of sleeping"
+        )
+        f["sleep_gain_us"] = 0.0
 
 
 def _put_share(f: dict[str, Any], key: str, share: float, samples: int, mean_us: float) -> None:
@@ -111,16 +136,12 @@ def _put_share(f: dict[str, Any], key: str, share: float, samples: int, mean_us:
     f[f"{key}_us"] = share * mean_us
 
 
-#: A script's line that sleeps (its text, from the lines phase).
-_SLEEP_CALL = re.compile(r"(^|[^\w.])(time\.)?sleep\(")
-
-
 def _sleep_from_hot_line(f: dict[str, Any], total: int) -> None:
     """Without native frames (a TensorFlow script is sampled without ``--native``) a sleep's
     samples are its line's: the step's hottest line (``profiler.diagnoses.step_lines``) is
     the sleep where its text calls ``time.sleep``; its finding gives way to this one."""
     source = str(f.get("hot_line_source") or "")
-    if not _SLEEP_CALL.search(source) or not f.get("hot_line_share_pct"):
+    if not SLEEP_LINE.search(source) or not f.get("hot_line_share_pct"):
         return
     share = min(float(f["hot_line_share_pct"]) / 100, 1.0)
     _put_share(f, "sleep", share, total, float(f.get("mean_step_us") or f.get("step_us") or 0.0))
@@ -158,6 +179,7 @@ def _wait_rule(
     fix: str,
     needs: tuple[str, ...] = (),
     tf_data_says_it: bool = False,
+    cost: str = "",
 ) -> Rule:
     """A finding on one kind of wait (``key``: its facts ``{key}_share`` ... ``{key}_where``),
     from ``share`` of the loop's time with its interval's low end above ``low``; with
@@ -179,7 +201,7 @@ def _wait_rule(
         when=when,
         message=message,
         fix=fix,
-        cost=f"{key}_us",
+        cost=cost or f"{key}_us",
     )
 
 
@@ -193,9 +215,9 @@ RULES: tuple[Rule, ...] = (
         "time ({sleep_us:,.0f} µs of the {mean_step_us:,.0f} µs mean step, in time.sleep "
         "called at {sleep_where}): time in no work, booked as {sleep_booked}.",
         "Take the sleep out of the training loop (a throttle for printing or polling belongs "
-        "outside the steps, or behind a check that runs every N steps): the step would lose "
-        "about {sleep_us:,.0f} µs.",
-        needs=("step_us", "sleep_booked"),
+        "outside the steps, or behind a check that runs every N steps): {sleep_gain}.",
+        needs=("step_us", "sleep_booked", "sleep_gain", "sleep_gain_us"),
+        cost="sleep_gain_us",
     ),
     _wait_rule(
         "waits_for_batches",
