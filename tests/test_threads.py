@@ -352,3 +352,59 @@ def test_the_scripts_own_worker_processes_are_not_other_processes_load() -> None
 
 if __name__ == "__main__":
     record()
+
+
+def test_a_map_a_library_made_is_cached_on_the_dataset_it_returns_with_its_size():
+    """The Keras weather example: its windows are mapped by a lambda inside
+    timeseries_dataset_from_array. "Prepare the input once: .cache() right after
+    map(sequences_from_indices.<locals>.<lambda>) ... fewer parallel calls of its maps
+    (num_parallel_calls=1 or 2)" named a stage the script cannot change; and the windows
+    overlap, so the cache holds each row 120 times (258.7 MB for its 38,494 windows of 120 x 7
+    float64 here; ~2 GB at the example's 420,551 rows), unsaid."""
+    from profiler.diagnoses.input import _cpu_fix, fixes
+
+    keras_map = {
+        "kind": "map",
+        "parallel": "AUTOTUNE",
+        "function": "sequences_from_indices.<locals>.<lambda> (timeseries_dataset_utils.py:373)",
+        "library": True,
+        "element_bytes": 6720,
+        "elements": 38494,
+    }
+    pipe = {
+        "stages": [{"kind": "from_tensors"}, {"kind": "repeat"}, {"kind": "zip"}, keras_map,
+                   {"kind": "zip"}, {"kind": "prefetch", "detail": "AUTOTUNE"},
+                   {"kind": "batch", "detail": "256"}],
+        "auto_parallel": True, "auto_prefetch": True,
+    }  # fmt: skip
+    fix = _cpu_fix(pipe, 2)
+    assert ".cache() on the dataset keras.utils.timeseries_dataset_from_array returns" in fix
+    assert "right after map(" not in fix and "num_parallel_calls" not in fix
+    assert "it keeps 258.7 MB in memory (38,494 elements of 6.7 KB)" in fix
+    fix = fixes(pipe, 9_000.0, 30_000.0, 2, "")
+    assert "keras.utils.timeseries_dataset_from_array returns" in fix and "258.7 MB" in fix
+    assert "num_parallel_calls" not in fix
+    # The script's own map: right after it; a size unknown is not said.
+    own = {**keras_map, "function": "window (t.py:3)", "library": False, "element_bytes": 0}
+    fix = _cpu_fix({**pipe, "stages": [{"kind": "range"}, own]}, 2)
+    assert ".cache() right after map(window)" in fix and "in memory" not in fix
+    assert "num_parallel_calls=1 or 2" in fix
+
+
+@pytest.mark.tf
+def test_a_pipelines_map_records_whether_a_library_made_it_and_what_a_cache_would_keep():
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from profiler.capture.script.pipeline import describe
+
+    x = np.zeros((2_000, 7))
+    made = keras.utils.timeseries_dataset_from_array(
+        x[:-20], x[20:, 0], sequence_length=12, sampling_rate=6, batch_size=32
+    )
+    (m,) = [s for s in describe(made) if s.kind == "map"]
+    assert m.library and m.element_bytes == 12 * 7 * 8 and m.elements > 0
+    own = tf.data.Dataset.from_tensor_slices(x.astype("float32")).map(lambda r: r * 2)
+    (m,) = [s for s in describe(own) if s.kind == "map"]
+    assert not m.library and (m.element_bytes, m.elements) == (28, 2_000)

@@ -111,7 +111,14 @@ def cache_fill_facts(f: dict[str, Any], trace: Any, one_off: Any) -> None:
         return
     if warm < per_epoch:
         return  # the warm-up did not run through the first epoch
-    excess_s = one_off.warmup_excess_ns / 1e9
+    # Its first step aside: it traces the train function, and a shuffle buffer larger than
+    # the data set fills the whole cache before it (the image-loading tutorial's first epoch,
+    # 9.0 s beyond the later epochs' pace, 6.0 s of it its first step; without the profiler,
+    # decoding its images took 0.2 s and its first epoch was as slow without map or cache).
+    n = max(warm, 1)
+    steady = (getattr(one_off, "warmup_total_ns", 0) - one_off.warmup_excess_ns) / n
+    first = max(getattr(one_off, "first_step_ns", 0) - steady, 0)
+    excess_s = max(one_off.warmup_excess_ns - first, 0) / 1e9
     if excess_s < CACHE_FILL_SHARE * loop_s:
         return
     stages = cached[0]["stages"]
@@ -260,11 +267,15 @@ def fixes(
                 if s.get("python")
                 else "its result is the same every epoch"
             )
-            where = "" if kinds[0] in IN_MEMORY else " (.cache(filename) if it does not fit)"
+            where = (
+                ""
+                if kinds[0] in IN_MEMORY or cache_size(s)
+                else " (.cache(filename) if it does not fit)"
+            )
             times = f", instead of {_int(epochs)} times" if _int(epochs) > 1 else ""
             out.append(
-                f".cache() right after map({name}) ({same}): it then runs on the first epoch "
-                f"only{times}{where}"
+                f"{cache_after(s)} ({same}): it then runs on the first epoch only{times}{where}"
+                f"{cache_size(s)}"
             )
         if s.get("python"):
             out.append(
@@ -272,7 +283,11 @@ def fixes(
                 "tf.py_function, which holds the GIL (parallel calls of it barely overlap): "
                 "write it in TensorFlow ops (tf.image, tf.math), which tf.data runs in parallel"
             )
-        elif not s.get("parallel") and not (pipe.get("auto_parallel") and not s.get("random")):
+        elif (
+            not s.get("parallel")
+            and not s.get("library")
+            and not (pipe.get("auto_parallel") and not s.get("random"))
+        ):
             out.append(f"map({name}, num_parallel_calls=tf.data.AUTOTUNE)")
     if kinds[-1] != "prefetch" and pipe.get("auto_prefetch") is not True:
         saving = min(input_us, rest_us)
@@ -402,6 +417,48 @@ def _map_name(stage: Mapping[str, Any]) -> str:
     return _name(stage.get("function", "")) or "fn"
 
 
+#: The Keras utilities that build a dataset with a map of their own (its function's module).
+KERAS_MAKERS = {
+    "timeseries_dataset_utils.py": "keras.utils.timeseries_dataset_from_array",
+    "image_dataset_utils.py": "keras.utils.image_dataset_from_directory",
+    "text_dataset_utils.py": "keras.utils.text_dataset_from_directory",
+    "audio_dataset_utils.py": "keras.utils.audio_dataset_from_directory",
+}
+
+
+def cache_after(stage: Mapping[str, Any]) -> str:
+    """Where the cache goes: right after the script's map, or, for a map a library made (the
+    Keras weather example's ``timeseries_dataset_from_array``: "right after
+    map(sequences_from_indices.<locals>.<lambda>)", a lambda inside Keras), on the dataset
+    the library returns."""
+    fn = str(stage.get("function", ""))
+    if not stage.get("library"):
+        return f".cache() right after map({_map_name(stage)})"
+    module = fn.rsplit("(", 1)[-1].split(":", 1)[0]
+    maker = KERAS_MAKERS.get(module)
+    made = f"the dataset {maker} returns" if maker else f"the dataset whose map({fn}) it made"
+    return f".cache() on {made} (the map inside it is the library's)"
+
+
+def cache_size(stage: Mapping[str, Any]) -> str:
+    """What the cache keeps in memory, where the map's elements and their size are known: the
+    weather example's windows overlap, so the cache holds each row 120 times (188 MB for
+    28,599 windows of 120 x 7 float64; ~2 GB at the example's 420,551 rows)."""
+    size, count = int(stage.get("element_bytes") or 0), int(stage.get("elements") or 0)
+    if not size or not count:
+        return ""
+    return (
+        f"; it keeps {_mb(size * count)} in memory ({count:,} elements of {_mb(size)}): "
+        ".cache(filename) where that does not fit"
+    )
+
+
+def _mb(n: float) -> str:
+    if n >= 1e6:
+        return f"{n / 1e6:,.1f} MB"
+    return f"{n / 1e3:,.1f} KB" if n >= 1e3 else f"{n:,.0f} bytes"
+
+
 def _cpu_fix(pipe: Mapping[str, Any], epochs: Any) -> str:
     """Prepare the input once (a cache after its last deterministic map, or arrays saved before
     training); fewer parallel calls of the maps the script made parallel, on a small machine.
@@ -430,9 +487,9 @@ def _cpu_fix(pipe: Mapping[str, Any], epochs: Any) -> str:
             else ""
         )
         out.append(
-            f"prepare the input once: .cache() right after map({_map_name(stages[last])}){keep}"
-            f"{frozen} (its {work} work then runs on the first epoch only{times}), or build the "
-            "prepared arrays once and save them"
+            f"prepare the input once: {cache_after(stages[last])}{keep}{frozen} (its {work} "
+            f"work then runs on the first epoch only{times}{cache_size(stages[last])}), or "
+            "build the prepared arrays once and save them"
         )
     elif random:
         name = _map_name(stages[random[0]])
@@ -445,7 +502,7 @@ def _cpu_fix(pipe: Mapping[str, Any], epochs: Any) -> str:
         out.append(
             "prepare the input once before training: build the prepared arrays and save them"
         )
-    if any(stages[i].get("parallel") for i in maps):
+    if any(stages[i].get("parallel") and not stages[i].get("library") for i in maps):
         out.append(
             "on a machine this small, fewer parallel calls of its maps (num_parallel_calls=1 or 2 "
             "instead of AUTOTUNE) leave the kernels their cores"
@@ -525,7 +582,8 @@ RULES: tuple[Rule, ...] = (
         ),
         when=lambda f: True,
         message="{label}'s first epoch, where the .cache() after map({fill_map}) filled, took "
-        "{fill_s:,.1f} s beyond the later epochs' pace: {fill_pct:.0f}% of the loop's "
+        "{fill_s:,.1f} s beyond the later epochs' pace (its first step aside, which traces): "
+        "{fill_pct:.0f}% of the loop's "
         "{fill_loop_s:,.1f} s. The later {fill_later} epochs' steps read the cache, and the "
         "split above describes them.",
         fix="Make map({fill_map}) cheaper (TensorFlow ops rather than Python, "

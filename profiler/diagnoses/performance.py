@@ -91,7 +91,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         "units_per_step": k,
     }
     script = trace.script or {}
-    f["compute_fix"] = _compute_fix(script.get("dtype_policy"))
+    f["compute_fix"] = _compute_fix(script.get("dtype_policy"), script.get("cpu_arith"))
     fit_call = script.get("fit") or {}
     if fit_call.get("steps_per_epoch") == 1 and (fit_call.get("epochs") or 0) > 1:
         f["one_batch_epochs"] = int(fit_call["epochs"])
@@ -1147,11 +1147,59 @@ COMPUTE_FIX = (
 )
 
 
-def _compute_fix(policy: str | None) -> str:
+#: The part of a compute-bound fix that names XLA (taken out where XLA measured slower).
+XLA_CLAUSE = "; XLA with jit_compile=True: time it, as on a CPU it can be slower"
+
+
+def _compute_fix(policy: str | None, arith: list[str] | None = None) -> str:
     """``COMPUTE_FIX``, or for a script whose Keras dtype policy is a mixed one, what to
     measure against it (the mixed-precision guide's Dense(4096) model under mixed_float16 ran
     1.2-1.3x slower than float32 on this CPU, mixed_bfloat16 2x faster, measured without the
-    profiler)."""
+    profiler).
+
+    Where the CPU's arithmetic flags were read (``script.cpu_arith``), the precision named is
+    the one it computes natively: "mixed precision" read as Keras's mixed_float16 (the
+    guide's) ran the Keras VAE example 4x slower on this CPU (avx512_bf16, no float16), and
+    mixed_bfloat16 2x faster (65 against 129 ms a step), without the profiler."""
+    if (not policy or not policy.startswith("mixed_")) and arith is not None:
+        bf16 = [a for a in arith if "bf16" in a]
+        fp16 = [a for a in arith if "fp16" in a]
+        if bf16:
+            precision = (
+                "bfloat16 arithmetic, which this CPU does natively "
+                f"({', '.join(bf16)}): Keras's mixed_bfloat16 policy "
+                "(keras.mixed_precision.set_global_policy('mixed_bfloat16') before the model "
+                "is built; a layer that creates float32 tensors itself must then follow its "
+                "inputs' dtype)"
+                + (
+                    ""
+                    if fp16
+                    else ", not mixed_float16, which this CPU cannot compute natively and runs "
+                    "slower than float32"
+                )
+            )
+        elif fp16:
+            precision = (
+                f"float16 arithmetic, which this CPU does natively ({', '.join(fp16)}): "
+                "Keras's mixed_float16 policy"
+            )
+        else:
+            precision = ""
+        return (
+            "There is little overhead to remove: a faster step needs less arithmetic (a smaller "
+            "model or input, fewer or smaller batches) or faster kernels (more cores"
+            + (f"; {precision}" if precision else "")
+            + XLA_CLAUSE
+            + ")"
+            + (
+                ""
+                if precision
+                else "; mixed precision is unlikely to help here: this CPU has no bfloat16 or "
+                "float16 arithmetic (avx512_bf16, amx_bf16, avx512_fp16), so its kernels would "
+                "convert (mixed_float16 ran 1.2-4x slower than float32 on such a CPU)"
+            )
+            + "."
+        )
     if not policy or not policy.startswith("mixed_"):
         return COMPUTE_FIX
     other = "mixed_bfloat16" if policy == "mixed_float16" else "mixed_float16"
@@ -2350,28 +2398,45 @@ def diagnose(
         if d.rule == "memory_growth":
             out.append(_growth_measured(d, measured.get(d.name, {}), kinds.get(d.name, "")))
             continue
-        ms = [
-            m
-            for key in WHATIF_FOR.get(d.rule, ())
-            if (m := measured.get(d.name, {}).get(key)) is not None
-            and m.measured_us is not None
-            and m.verdict != "failed"
-        ]
-        d = _xla_failed(d, measured.get(d.name, {}), refused.get(d.name, ""))
-        faster = _faster_than_kernels(d, facts_by.get(d.name, {}), measured.get(d.name, {}))
-        if faster is not None:
-            d = dataclasses.replace(d, fix=faster, refuted=True)
-        elif ms and all(refutes(m) for m in ms) and d.rule not in PARTLY_MEASURED:
-            # Measured on this loop and no help: the advice goes, and the fix says so.
-            said = " ".join(measured_sentence(m) for m in ms)
-            d = dataclasses.replace(d, fix=f"Not the advice here: {said}", refuted=True)
-        else:
-            for m in ms:
-                d = dataclasses.replace(d, fix=f"{d.fix} {measured_sentence(m)}")
-        out.append(d)
+        out.append(
+            _measured_fix(
+                d,
+                measured.get(d.name, {}),
+                facts_by.get(d.name, {}),
+                refused.get(d.name, ""),
+            )
+        )
     out += guarded("the job", job_rules.diagnose, job) or []
     # A finding whose advice the loop refuted still says where the time goes, after the rest.
     return sorted(ranked(out), key=lambda d: d.refuted)
+
+
+def _measured_fix(
+    d: Diagnosis, measured: Mapping[str, Any], f: Mapping[str, Any], refused: str
+) -> Diagnosis:
+    """``d`` with what the what-ifs measured on its workload's loop (``measured``, by id)."""
+    ms = [
+        m
+        for key in WHATIF_FOR.get(d.rule, ())
+        if (m := measured.get(key)) is not None
+        and m.measured_us is not None
+        and m.verdict != "failed"
+    ]
+    d = _xla_failed(d, measured, refused)
+    faster = _faster_than_kernels(d, f, measured)
+    if faster is not None:
+        return dataclasses.replace(d, fix=faster, refuted=True)
+    if ms and all(refutes(m) for m in ms) and d.rule not in PARTLY_MEASURED:
+        # Measured on this loop and no help: the advice goes, and the fix says so.
+        said = " ".join(measured_sentence(m) for m in ms)
+        return dataclasses.replace(d, fix=f"Not the advice here: {said}", refuted=True)
+    if any(m.id in XLA_WHATIFS and m.verdict == "slower" for m in ms):
+        # XLA measured slower on this loop is no longer among the things to time (the style
+        # transfer tutorial's fix still said "XLA ... try it" after "measured: slower").
+        d = dataclasses.replace(d, fix=d.fix.replace(XLA_CLAUSE, ""))
+    for m in ms:
+        d = dataclasses.replace(d, fix=f"{d.fix} {measured_sentence(m)}")
+    return d
 
 
 #: The what-ifs that compile the loop with XLA, whose failure takes XLA out of a fix.

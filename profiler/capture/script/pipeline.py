@@ -104,6 +104,11 @@ class Stage:
         random: the map's function draws random numbers (an augmentation).
         detail: a batch's size, a shuffle's or prefetch's buffer; a cache's ``memory`` or
             ``file``.
+        library: a map's function is an installed package's (Keras's
+            ``timeseries_dataset_from_array`` maps with its own lambda): the script cannot
+            change that stage, only the dataset it is given.
+        element_bytes: a map's output element in bytes, where its shapes are all known (0:
+            unknown); ``elements``: the map's elements an epoch, where tf.data knows (0: not).
     """
 
     kind: str
@@ -112,6 +117,9 @@ class Stage:
     python: str = ""
     random: bool = False
     detail: str = ""
+    library: bool = False
+    element_bytes: int = 0
+    elements: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if v not in ("", False)} | {"kind": self.kind}
@@ -245,9 +253,42 @@ def _stage(node: Any) -> Stage:
             _function(node, stage)
     except Exception:  # best effort: a private attribute another version lacks
         pass
+    if stage.kind == "map":
+        stage.element_bytes, stage.elements = _size(node, stage.library)
     if stage.kind == "flat_map" and stage.function.startswith("generator"):
         stage.kind = "from_generator"
     return stage
+
+
+def _size(node: Any, library: bool = False) -> tuple[int, int]:
+    """(bytes of one element, elements an epoch) of a dataset, 0 where either is unknown (a
+    dimension or the count not known before it runs, strings): what a cache after it keeps.
+    A library's map (Keras's windows of a time series, shaped (None, 7) in its spec) is read
+    on its first element: its function is the library's, deterministic and without the
+    script's side effects."""
+    import tensorflow as tf
+
+    size = 0
+    try:
+        specs = tf.nest.flatten(node.element_spec)
+        for spec in specs:
+            shape, dtype = getattr(spec, "shape", None), getattr(spec, "dtype", None)
+            if shape is None or dtype is None or dtype == tf.string:
+                return 0, 0
+            if not shape.is_fully_defined():
+                if not library:
+                    return 0, 0
+                first = next(iter(node.take(1)))
+                size = sum(int(t.numpy().nbytes) for t in tf.nest.flatten(first))
+                break
+            size += int(shape.num_elements()) * int(dtype.size)
+    except Exception:  # a dataset without a spec, or that cannot give an element
+        return 0, 0
+    try:
+        count = int(node.cardinality())
+    except Exception:  # a dataset that cannot say
+        count = 0
+    return size, max(count, 0)
 
 
 def _function(node: Any, stage: Stage) -> None:
@@ -256,7 +297,9 @@ def _function(node: Any, stage: Stage) -> None:
     if wrapper is None:
         return
     func = getattr(wrapper, "_func", None)
-    stage.function = _where(inspect.unwrap(func) if callable(func) else func)
+    func = inspect.unwrap(func) if callable(func) else func
+    stage.function = _where(func)
+    stage.library = "-packages/" in getattr(getattr(func, "__code__", None), "co_filename", "")
     fn = wrapper.function
     nodes = list(fn.function_def.node_def)
     for sub in getattr(fn.graph, "_functions", {}).values():

@@ -611,6 +611,7 @@ class ScriptRun:
             "long_steps": self.long_steps(out),
             "functions_eagerly": _functions_eagerly(),
             "dtype_policy": _dtype_policy(d.facts.model),
+            "cpu_arith": cpu_arith(),
             "fit": {
                 k: v
                 for k, v in d.facts.fit.items()
@@ -760,6 +761,24 @@ def _functions_eagerly() -> bool | None:
         return bool(tf.config.functions_run_eagerly())
     except Exception:  # a TensorFlow without it
         return None
+
+
+#: The CPU flags of reduced-precision arithmetic (``/proc/cpuinfo``): oneDNN runs bfloat16 or
+#: float16 kernels natively with them, and converts without them.
+ARITH_FLAGS = ("avx512_bf16", "amx_bf16", "avx512_fp16", "amx_fp16")
+
+
+def cpu_arith() -> list[str] | None:
+    """The ``ARITH_FLAGS`` this CPU has; None where its flags cannot be read (not Linux)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return [f for f in ARITH_FLAGS if f in flags]
+    except OSError:
+        return None
+    return None
 
 
 def _dtype_policy(model: Any) -> str | None:
