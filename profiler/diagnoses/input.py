@@ -417,15 +417,6 @@ def _map_name(stage: Mapping[str, Any]) -> str:
     return _name(stage.get("function", "")) or "fn"
 
 
-#: The Keras utilities that build a dataset with a map of their own (its function's module).
-KERAS_MAKERS = {
-    "timeseries_dataset_utils.py": "keras.utils.timeseries_dataset_from_array",
-    "image_dataset_utils.py": "keras.utils.image_dataset_from_directory",
-    "text_dataset_utils.py": "keras.utils.text_dataset_from_directory",
-    "audio_dataset_utils.py": "keras.utils.audio_dataset_from_directory",
-}
-
-
 def cache_after(stage: Mapping[str, Any]) -> str:
     """Where the cache goes: right after the script's map, or, for a map a library made (the
     Keras weather example's ``timeseries_dataset_from_array``: "right after
@@ -435,8 +426,10 @@ def cache_after(stage: Mapping[str, Any]) -> str:
     if not stage.get("library"):
         return f".cache() right after map({_map_name(stage)})"
     module = fn.rsplit("(", 1)[-1].split(":", 1)[0]
-    maker = KERAS_MAKERS.get(module)
-    made = f"the dataset {maker} returns" if maker else f"the dataset whose map({fn}) it made"
+    maker = tfdata.KERAS_MAKERS.get(module)
+    made = (
+        f"the dataset {maker} returns" if maker else f"the dataset a library built with map({fn})"
+    )
     return f".cache() on {made} (the map inside it is the library's)"
 
 

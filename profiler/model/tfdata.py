@@ -13,6 +13,19 @@ from collections.abc import Sequence
 CACHE_EPOCHS = 3
 
 
+#: The Keras utilities that build a dataset with a map of their own, by the module of that
+#: map's function: the script caches the dataset they return, and the recorder reads one
+#: element of such a map where its spec leaves the size unknown (its windows or images are
+#: cheap to make; a Keras array adapter's map sits behind a shuffle of the whole data set:
+#: reading one element of the VAE example's took 28 s).
+KERAS_MAKERS = {
+    "timeseries_dataset_utils.py": "keras.utils.timeseries_dataset_from_array",
+    "image_dataset_utils.py": "keras.utils.image_dataset_from_directory",
+    "text_dataset_utils.py": "keras.utils.text_dataset_from_directory",
+    "audio_dataset_utils.py": "keras.utils.audio_dataset_from_directory",
+}
+
+
 def caches_after_map(kinds: Sequence[str]) -> bool:
     """Whether the stages (source first) hold a map before their last ``cache``."""
     if "cache" not in kinds:

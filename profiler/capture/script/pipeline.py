@@ -18,6 +18,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from profiler.model.tfdata import KERAS_MAKERS
+
 #: Datasets described per script; later ones are counted under ``others``.
 MAX_PIPELINES = 4
 #: Stages walked per pipeline (a pipeline is a chain; zips and interleaves branch).
@@ -254,18 +256,19 @@ def _stage(node: Any) -> Stage:
     except Exception:  # best effort: a private attribute another version lacks
         pass
     if stage.kind == "map":
-        stage.element_bytes, stage.elements = _size(node, stage.library)
+        module = stage.function.rsplit("(", 1)[-1].split(":", 1)[0]
+        stage.element_bytes, stage.elements = _size(node, module in KERAS_MAKERS)
     if stage.kind == "flat_map" and stage.function.startswith("generator"):
         stage.kind = "from_generator"
     return stage
 
 
-def _size(node: Any, library: bool = False) -> tuple[int, int]:
+def _size(node: Any, read: bool = False) -> tuple[int, int]:
     """(bytes of one element, elements an epoch) of a dataset, 0 where either is unknown (a
     dimension or the count not known before it runs, strings): what a cache after it keeps.
-    A library's map (Keras's windows of a time series, shaped (None, 7) in its spec) is read
-    on its first element: its function is the library's, deterministic and without the
-    script's side effects."""
+    With ``read`` (a map of one of ``KERAS_MAKERS``: Keras's windows of a time series, shaped
+    (None, 7) in its spec) its first element is read, where no shuffle comes before it: the
+    function is the library's, deterministic and without the script's side effects."""
     import tensorflow as tf
 
     size = 0
@@ -276,7 +279,7 @@ def _size(node: Any, library: bool = False) -> tuple[int, int]:
             if shape is None or dtype is None or dtype == tf.string:
                 return 0, 0
             if not shape.is_fully_defined():
-                if not library:
+                if not read or _shuffled(node):
                     return 0, 0
                 first = next(iter(node.take(1)))
                 size = sum(int(t.numpy().nbytes) for t in tf.nest.flatten(first))
@@ -289,6 +292,20 @@ def _size(node: Any, library: bool = False) -> tuple[int, int]:
     except Exception:  # a dataset that cannot say
         count = 0
     return size, max(count, 0)
+
+
+def _shuffled(node: Any) -> bool:
+    """Whether a shuffle comes before ``node`` (its first element would fill the buffer)."""
+    seen = 0
+    while node is not None and seen < MAX_STAGES:
+        if type(node).__name__ in ("ShuffleDataset", "_ShuffleDataset"):
+            return True
+        try:
+            inputs = list(node._inputs())
+        except Exception:  # a dataset without the private API: assume the worst
+            return True
+        node, seen = (inputs[0] if inputs else None), seen + 1
+    return False
 
 
 def _function(node: Any, stage: Stage) -> None:
