@@ -159,9 +159,13 @@ class Pipelines:
     #: Each dataset's latest iterator, by the dataset's id (weak references): the one the
     #: loop reads, for the tf.data what-ifs (``profiler.capture.whatifs_data``).
     iterators: dict[int, Any] = field(default_factory=dict)
+    #: A dataset is being described (its iterations are the recorder's own).
+    describing: bool = False
 
     def iterator(self, ds: Any, it: Any) -> None:
         """Record ``it``, just made by iterating ``ds``."""
+        if self.describing:
+            return
         try:
             self.iterators[id(ds)] = weakref.ref(it)
         except TypeError:
@@ -178,7 +182,12 @@ class Pipelines:
         return None
 
     def iterated(self, ds: Any) -> None:
-        """Count one iteration of ``ds`` (describing it the first time)."""
+        """Count one iteration of ``ds`` (describing it the first time). Not while describing
+        one: reading a map's first element iterates a dataset of its own (the weather
+        example's, each read describing another: 142 "pipelines" and 10 s before the first
+        step)."""
+        if self.describing:
+            return
         entry = self.seen.get(id(ds))
         if entry is not None and entry[0]() is ds:
             entry[1].iterations += 1
@@ -190,7 +199,11 @@ class Pipelines:
             ref = weakref.ref(ds)
         except TypeError:
             return
-        pipe = Pipeline(describe(ds), 1)
+        self.describing = True
+        try:
+            pipe = Pipeline(describe(ds), 1)
+        finally:
+            self.describing = False
         pipe.auto_prefetch, pipe.auto_parallel = defaults(ds)
         self.seen[id(ds)] = (ref, pipe)
 
@@ -281,7 +294,7 @@ def _size(node: Any, read: bool = False) -> tuple[int, int]:
             if not shape.is_fully_defined():
                 if not read or _shuffled(node):
                     return 0, 0
-                first = next(iter(node.take(1)))
+                first = node.take(1).get_single_element()
                 size = sum(int(t.numpy().nbytes) for t in tf.nest.flatten(first))
                 break
             size += int(shape.num_elements()) * int(dtype.size)
