@@ -809,13 +809,16 @@ def _drift_note(d: Mapping[str, Any] | None) -> str:
     # A few blocks far apart give a bootstrap upper end in the thousands of percent: said as
     # a lower bound only.
     span = (
-        f"{100 * (lo - 1):.0f}–{100 * (hi - 1):.0f}%"
+        f"95%: {100 * (lo - 1):.0f}–{100 * (hi - 1):.0f}%"
         if hi - 1 <= 2
-        else f"{100 * (lo - 1):.0f}% or more"
+        else f"95%: {100 * (lo - 1):.0f}% or more"
     )
+    if round(100 * (hi - 1)) == round(100 * (lo - 1)):
+        # Two blocks give no spread to bootstrap: "137% (95%: 137–137%)" read as certain.
+        span = f"from {len(medians)} blocks, too few for an interval"
     return (
         f"The machine's speed varied by {100 * (d['ratio'] - 1):.0f}% during the run "
-        f"(95%: {span}; uninstrumented blocks "
+        f"({span}; uninstrumented blocks "
         f"{duration(min(medians))}–{duration(max(medians))} a step){widened}."
     )
 

@@ -280,6 +280,10 @@ def test_a_drift_that_moves_the_shares_by_under_a_point_does_not_read_plus_or_mi
     assert "±0 points" not in focus_view._drift_note({**d, "share_pts": 0.4})
     assert ": shares are ±6 points for it" in focus_view._drift_note({**d, "share_pts": 6.2})
     assert "points" not in focus_view._drift_note({**d, "share_pts": 0.0})
+    assert "(95%: 17–99%;" in focus_view._drift_note(d)
+    # Two blocks give no spread: "137% (95%: 137–137%)" read as certain.
+    two = {**d, "interval": [2.37, 2.37], "ratio": 2.37}
+    assert "(from 2 blocks, too few for an interval;" in focus_view._drift_note(two)
 
 
 def test_a_step_mostly_asleep_says_so_whichever_category_holds_the_sleep() -> None:
