@@ -1298,6 +1298,36 @@ def test_the_top_kernels_of_a_compute_bound_step_are_its_arithmetic_and_the_rest
     assert f["top_kernels"] == "_MklMatMul 71%, Relu 29%"
 
 
+def test_a_flop_count_that_missed_a_loops_body_gives_no_rate():
+    """TF's DeepDream tutorial runs its gradient-ascent steps in a tf.while_loop inside one
+    tf.function, whose body TensorFlow's count does not enter: "4 flops at 0.0 GFLOP/s, 0% of
+    this machine's 43 GFLOP/s" over 1.27 s of conv kernels."""
+    from dataclasses import replace
+
+    from profiler.diagnoses.performance import _compute_facts
+    from profiler.model.records import StepMedians
+    from tests.builders import framework_data, op_table
+
+    rows = [("dream/conv", "_MklNativeFusedConv2D", 1_000_000)]
+
+    def facts(flops: int) -> dict:
+        fw = replace(
+            framework_data(1_000_000, op_table=op_table("xplane", rows, 1)),
+            median_ns=StepMedians(kernel_union_ns=1_000_000, kernels=300),
+            peak_gflops=43.0,
+            flops_per_step=flops,
+        )
+        trace = type("T", (), {"data": lambda self, name: fw if name == "framework" else None})()
+        f = {"step_us": 1010.0, "compute_us": 1000.0, "units_per_step": 1}
+        _compute_facts(f, trace)
+        return f
+
+    missed = facts(4)
+    assert "gflops" not in missed and missed["flops_missed"]
+    counted = facts(2_000_000)
+    assert counted["gflops"] == pytest.approx(2.0) and "flops_missed" not in counted
+
+
 def test_a_compute_bound_step_in_mixed_precision_is_told_to_time_the_policies_not_to_try_it():
     """The mixed-precision guide's model run on a CPU under mixed_float16 (1.2-1.3x slower
     than float32 there, mixed_bfloat16 2x faster, without the profiler) was told to "try ...

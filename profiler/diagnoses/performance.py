@@ -1251,6 +1251,14 @@ def _compute_facts(f: dict[str, Any], trace: Any) -> None:
     flops = f.get("flops") or (
         fw.flops_per_step // f["units_per_step"] if fw and fw.flops_per_step else None
     )
+    # Fewer flops than a few per kernel run are a count that missed the work: TensorFlow's
+    # count does not enter a tf.while_loop's body (TF's DeepDream tutorial, a loop of
+    # gradient-ascent steps in one tf.function: "4 flops at 0.0 GFLOP/s, 0% of this machine's
+    # 43 GFLOP/s" over 1.27 s of conv kernels).
+    launched = fw.median_ns.kernels if fw is not None and fw.median_ns is not None else 0
+    if flops and launched and flops < FLOPS_PER_KERNEL * launched:
+        f["flops_missed"] = True
+        flops = None
     # A rate above the measured peak means the peak was measured while the machine was busy
     # (864% of it once, beside another process): no rate against it is quoted then.
     if (
@@ -1266,6 +1274,9 @@ def _compute_facts(f: dict[str, Any], trace: Any) -> None:
         f["step_flops"] = flops
 
 
+#: The fewest flops a step's count may hold per kernel it ran before it is taken for a count
+#: that missed the work (no arithmetic kernel does fewer).
+FLOPS_PER_KERNEL = 10
 #: How far above this machine's measured peak a step's rate may be before the peak is taken
 #: for a figure measured under load (a kernel may beat a matmul benchmark by a little).
 PEAK_SLACK = 1.2
