@@ -507,6 +507,17 @@ def test_a_recurrent_loop_is_not_told_to_vectorise_and_sibling_loops_are_named_t
         "become one call"
     )
     assert "Vectorise" not in f["inner_fix"]
+    # The same loops on Python numbers, no kernel or per-call cost sampled (Brownlee's
+    # logistic regression on lists was told "dW += a @ b.T ... one product of the stacked
+    # arrays"): what they repeat once per item, and the minibatch.
+    p: dict = {"step_us": 1_000.0, "python_dispatch_pct": 100.0, "label": "m.py"}
+    p.update(compute_us=0.0, dispatch_us=0.0)
+    loops.loop_facts(p, _trace(script))
+    assert p["inner_fix"].startswith(
+        "The loops at lines 27 and 37 run on Python numbers, and their iterations depend"
+    ), p["inner_fix"]
+    assert "compute once what their inner lines repeat" in p["inner_fix"]
+    assert "a @ b.T" not in p["inner_fix"] and "minibatch" in p["inner_fix"]
     # A backward loop holding half the step alone still has its forward sibling beside it
     # (a quiet run read 50% and named line 37 alone; beside a busy process both, 62%).
     script["auto_step"]["loops"][1]["mean_us"] = 44.2  # 25 x 44.2 / 2206: 50.1%

@@ -132,7 +132,10 @@ def loop_facts(f: dict[str, Any], trace: Any) -> None:
         lines = ", ".join(each[:-1]) + f" and {each[-1]}"
         times = ", ".join(f"{x[2]:.0f}" for x in group)
         f["inner_where"] = f"the loops at lines {lines} {times} times each"
-    f["inner_fix"] = _fix([x[0] for x in group], per_step)
+    # No kernel and no per-call cost sampled in the steps: the loop is the interpreter's own
+    # arithmetic on Python numbers (lists, no numpy).
+    pure = f.get("compute_us") == 0 and f.get("dispatch_us") == 0
+    f["inner_fix"] = _fix([x[0] for x in group], per_step, pure)
 
 
 Found = tuple[dict[str, Any], float, float]
@@ -179,10 +182,13 @@ def _nests(
     return False
 
 
-def _fix(group: list[dict[str, Any]], per_step: float) -> str:
+def _fix(group: list[dict[str, Any]], per_step: float, pure: bool = False) -> str:
     """Vectorising the loops, or, where their iterations carry state (a recurrence: min-char-
     rnn's backward loop hands ``dhnext`` on, its forward loop reads ``hs[t - 1]``), what of
-    them can be."""
+    them can be. A ``pure`` Python loop carrying state (Brownlee's logistic regression on
+    lists: per-row SGD) was told of "dW += a @ b.T ... as one product of the stacked arrays",
+    in a script without numpy; without the profiler, its update's common factor computed once
+    per row ran it 1.34x faster, numpy per row 1.44x slower (8 coefficients)."""
     where = " and ".join(
         [", ".join(str(lp["line"]) for lp in group[:-1]), str(group[-1]["line"])]
         if len(group) > 1
@@ -199,6 +205,18 @@ def _fix(group: list[dict[str, Any]], per_step: float) -> str:
             f"Vectorise {loops} over its items: stack them into one array (a column or row per "
             "sample) and do each operation once per step, so each call works on "
             f"{per_step:.0f}× the data for one call's overhead."
+        )
+    if pure:
+        one = len(group) == 1
+        return (
+            f"{loops[0].upper()}{loops[1:]} {'runs' if one else 'run'} on Python numbers, and "
+            f"{'its' if one else 'their'} iterations depend on the one before "
+            f"({'; '.join(carried)}): compute once what {'its' if one else 'their'} inner lines "
+            "repeat (a factor of the update that does not change with the inner index, once "
+            "per item rather than once per coefficient); numpy pays off only on many items a "
+            "call, so per-item updates of shared parameters (stochastic gradient descent over "
+            "the rows) become one update per minibatch of rows as array operations, a change "
+            "of the algorithm to check on its loss."
         )
     return (
         f"Keep only the recurrence inside {loops}, whose iterations depend on the one before "
