@@ -2363,13 +2363,17 @@ RULES: tuple[Rule, ...] = (
 WHATIF_FOR: dict[str, tuple[str, ...]] = {
     "overhead_bound_session": ("tf1_callable",),
     "feed_dict_same_arrays": ("tf1_feeds_once", "tf1_callable"),
-    # Not function_jit: XLA fuses the ops inside the call, the fix is fewer calls (a custom
-    # loop's overhead-bound step read "Run several steps per tf.function call ... Measured on
-    # your loop, with train_step compiled with XLA: 286 µs less" and XLA led the verdict at
-    # 1.3x, where several steps a call were 2.2x faster without the profiler).
-    "feed_dict_batches": ("tf1_callable",),
+    # Not feed_dict_batches: its fix is a tf.data pipeline, which still pays session.run each
+    # step; the callable removes the call's whole Python side (CS20's linear regression: "feed
+    # through tf.data ... Measured on your loop, with the step's session.run replaced by a
+    # native callable: 134 µs less", where tf.data saved ~65 µs without the profiler).
     "retracing": ("tensor_args", "reduce_retracing"),
     "steady_tracing": ("tensor_args", "reduce_retracing"),
+    # Not function_jit for overhead_bound_function: XLA fuses the ops inside the call, the
+    # fix is fewer calls (a custom loop's overhead-bound step read "Run several steps per
+    # tf.function call ... Measured on your loop, with train_step compiled with XLA: 286 µs
+    # less" and XLA led the verdict at 1.3x, where several steps a call were 2.2x faster
+    # without the profiler).
     "overhead_bound_keras": ("keras_steps_4", "keras_steps_16"),
     "compute_bound": ("keras_jit", "function_jit", "numpy_float32"),
     "compute_bound_peak": ("keras_jit", "function_jit", "numpy_float32"),
