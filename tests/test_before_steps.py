@@ -203,7 +203,18 @@ def test_a_steps_span_mostly_beyond_steady_steps_is_split_into_the_first_steps_a
     ) in focus_view._budget({**script, "wall_s": 30.0}, None, 115_304.0, few)
     # Steady steps most of the span, and the steps most of the run: no line.
     steady = {**script, "wall_s": 8.0, "time": {"before_s": 0.8, "steps_s": 7.0, "after_s": 0.2}}
-    assert focus_view._budget(steady, None, 115_304.0, one_off) == ""
+    small = {**one_off, "warmup_excess_ms": 300.0}
+    assert focus_view._budget(steady, None, 115_304.0, small) == ""
+    # ... but a one-off worth saying (TF's DeepDream tutorial: 6 calls, its first tracing,
+    # ~4 s of a 10.3 s span, unsaid).
+    dream = {"wall_s": 12.0, "steps": 6, "time": {"before_s": 1.5, "steps_s": 10.3, "after_s": 0.2}}
+    line = focus_view._budget(
+        dream, None, 1_420_000.0, {"warmup_steps": 1, "warmup_excess_ms": 2650.0}
+    )
+    assert (
+        "(6 steps; the first step took 2.6 s more than steps at the median (tracing, compiling "
+        "and first calls, paid once))" in line
+    ), line
 
 
 def test_the_start_up_samples_keep_only_the_frames_the_parts_read():
