@@ -175,6 +175,19 @@ def test_the_tee_drops_whole_native_lines_from_the_terminal_only():
     )
 
 
+def test_the_scripts_unfinished_last_line_is_ended_on_the_terminal_only():
+    # Keras's last progress bar ran into the profiler's table: "... 146ms/step workload".
+    r, w = os.pipe()
+    log, terminal = io.BytesIO(), io.BytesIO()
+    sink = SimpleNamespace(buffer=terminal)
+    os.write(w, b"epoch 1\r[=====] 146ms/step")
+    os.close(w)
+    with os.fdopen(r, "rb") as pipe:
+        runner._tee(pipe, log, sink)
+    assert log.getvalue() == b"epoch 1\r[=====] 146ms/step"
+    assert terminal.getvalue() == b"epoch 1\r[=====] 146ms/step\n"
+
+
 # --- TensorFlow for real -----------------------------------------------------------------------
 
 SCRIPT = """

@@ -864,6 +864,7 @@ def tee(
     mid_line = False  # the last chunk ended inside a line that was passed on
     logging = True
     first = True
+    open_line = False  # the last chunk passed on ended inside a line
     while True:
         if not first:
             # A reader waiting in read() is woken by every write the child makes, and on a
@@ -901,7 +902,21 @@ def tee(
             else:
                 sink.write(chunk.decode(errors="replace"))
                 sink.flush()
+            if chunk:
+                open_line = not chunk.endswith(b"\n")
         except (OSError, ValueError):  # the terminal went away: keep logging
+            pass
+    if open_line:
+        # The script's last line, unfinished (a progress bar's), would run into the
+        # profiler's own output (Keras's last bar read "... 146ms/step workload  status").
+        try:
+            if target is not None:
+                target.write(b"\n")
+                target.flush()
+            else:
+                sink.write("\n")
+                sink.flush()
+        except (OSError, ValueError):
             pass
     pipe.close()
 
