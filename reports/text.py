@@ -15,20 +15,23 @@ def _num(v: float | None, fmt: str, width: int = 0, missing: str = "-") -> str:
 
 def table(vm: dict[str, Any]) -> str:
     """Workload, status, µs/step (median, p10-p90), ratio to the fastest, final loss."""
-    header = ("workload", "status", "µs/step", "p10–p90 µs", "× fastest", "final loss")
+    header: tuple[str, ...] = ("workload", "status", "µs/step", "p10–p90 µs", "× fastest")
+    # A user's script reports no loss to the profiler: no column of dashes for it (a new user
+    # read "final loss -" as the profiler failing to see the loss the script prints).
+    losses = any(r["final_loss"] is not None for r in vm["workloads"])
+    if losses:
+        header += ("final loss",)
     rows = [header]
     for r in vm["workloads"]:
         spread = f"{r['p10_us']:.1f}–{r['p90_us']:.1f}" if r["p10_us"] is not None else "-"
-        rows.append(
-            (
-                r["label"],
-                r["status"],
-                _num(r["median_us"], ".1f"),
-                spread,
-                _num(r["ratio"], ".2f"),
-                _num(r["final_loss"], ".4g"),
-            )
+        row: tuple[str, ...] = (
+            r["label"],
+            r["status"],
+            _num(r["median_us"], ".1f"),
+            spread,
+            _num(r["ratio"], ".2f"),
         )
+        rows.append(row + ((_num(r["final_loss"], ".4g"),) if losses else ()))
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
     lines = []
     for j, row in enumerate(rows):

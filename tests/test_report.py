@@ -188,3 +188,16 @@ def test_report_rerenders_from_a_run_folder(tmp_path, golden):
     # The installed plotly.js, packed (tests/test_assets.py unpacks it).
     assert page.count('<script id="charting-library" type="application/octet-stream">') == 1
     assert re.search(r"Seed 000: Why is gradient descent", page)
+
+
+def test_the_table_has_a_loss_column_only_where_a_workload_reports_a_loss():
+    from profiler.reports import text
+
+    row = {"label": "t.py", "status": "ok", "median_us": 10.0, "p10_us": 9.0, "p90_us": 11.0,
+           "ratio": 1.0, "final_loss": None}  # fmt: skip
+    script = text.table({"workloads": [row], "failed": []})
+    assert "final loss" not in script and "-  " not in script.splitlines()[2]
+    suite = text.table(
+        {"workloads": [row, {**row, "label": "w", "final_loss": 0.25}], "failed": []}
+    )
+    assert suite.splitlines()[0].endswith("final loss") and suite.splitlines()[3].endswith("0.25")
