@@ -242,6 +242,10 @@ class Memory:
     peak_phase: str = ""
     own_peak_bytes: int | None = None
     own_peak_step: int | None = None
+    #: The resident bytes the instrumented phases' spans added and the run kept after them
+    #: (each span: the first sample after it less the last before it, the rises summed); None:
+    #: no span with samples on both sides.
+    phases_added_bytes: int | None = None
 
     @property
     def grows(self) -> bool:
@@ -367,6 +371,7 @@ def analyse(
     allocator, allocator_why = allocator_of(record, peak_t)
     peak_step = int(record.get("peak_step") or 0)
     peak_phase, own_bytes, own_step = _own_peak(steps, rss, peak_step, spans)
+    added = _phases_added(steps, rss, spans)
     return Memory(
         first_bytes=first,
         last_bytes=rss[-1],
@@ -388,7 +393,25 @@ def analyse(
         peak_phase=peak_phase,
         own_peak_bytes=own_bytes,
         own_peak_step=own_step,
+        phases_added_bytes=added,
     )
+
+
+def _phases_added(
+    steps: list[int], rss: list[int], spans: list[tuple[str, int, int]] | None
+) -> int | None:
+    """The resident bytes the phases' spans added and kept (``Memory.phases_added_bytes``). A
+    script calling fit 80 times in a loop went from 547 to 695 MB under the profiler, 544 to
+    551 MB without it: the what-ifs' variants (train functions compiled with XLA, several
+    batches a call) and TensorFlow's profiler kept theirs."""
+    total, seen = 0, False
+    for _name, a, e in spans or ():
+        before = [r for s, r in zip(steps, rss, strict=True) if s < a]
+        after = [r for s, r in zip(steps, rss, strict=True) if s > e]
+        if before and after:
+            seen = True
+            total += max(after[0] - before[-1], 0)
+    return total if seen else None
 
 
 def _peak_time(record: Mapping[str, Any], rss: list[int]) -> int | None:
@@ -578,6 +601,7 @@ def to_json(m: Memory | None) -> dict[str, Any] | None:
         "peak_phase": m.peak_phase,
         "own_peak_mb": mb(m.own_peak_bytes) if m.own_peak_bytes is not None else None,
         "own_peak_step": m.own_peak_step,
+        "phases_added_mb": mb(m.phases_added_bytes) if m.phases_added_bytes is not None else None,
         "growth_bytes_per_step": r(m.growth_per_step),
         "growth_interval": [r(m.growth_low), r(m.growth_high)]
         if m.growth_low is not None
