@@ -1295,6 +1295,11 @@ def test_the_top_kernels_of_a_compute_bound_step_are_its_arithmetic_and_the_rest
         "_MklMatMul 50%, Relu 20%; input pipeline 30% (MakeIterator 30%)"
     ), f["top_kernels"]
     assert f["arithmetic_share"] == pytest.approx(0.7)
+    # The epochs' iterators, made at each epoch's start: fewer, longer epochs, not another
+    # pipeline (a fit called 80 times in a loop was told "a tf.data pipeline with map(...)").
+    from profiler.diagnoses.performance import ITERATOR_SETUP_FIX
+
+    assert f["purpose_fix"] == ITERATOR_SETUP_FIX
     # Kernels that are all the arithmetic are listed as they were.
     fw = framework_data(1_000_000, op_table=op_table("xplane", [rows[0], rows[2]], 1))
     f = {"step_us": 1300.0, "compute_us": 1000.0}

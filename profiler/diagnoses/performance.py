@@ -1526,6 +1526,13 @@ def _purpose_facts(
     f["purpose_step_pct"] = f["compute_pct"] * others[what]
     f["purpose_kernels"] = ", ".join(f"{k} {100 * v:.0f}%" for k, v in kernels)
     f["purpose_fix"] = purposes.ADVICE.get(what, "")
+    setup = sum(v for k, v in by_type.items() if k in ITERATOR_SETUP)
+    if what == purposes.INPUT and setup >= 0.5 * others[what]:
+        # The iterator made at each epoch's (or fit call's) start, in the timed steps as the
+        # epochs are short: a fit called 80 times in a loop read "MakeIterator 58% ... a
+        # tf.data pipeline with map(num_parallel_calls) and prefetch", where its arrays were
+        # Keras's to feed and one fit(epochs=80) was the fix.
+        f["purpose_fix"] = ITERATOR_SETUP_FIX
     if what == purposes.FETCHED:
         # The fetches whose own ops ran, by name: the finding says which values to fetch less.
         # The fetches whose own ops hold a tenth of those kernels (a fetched loss's Mean, 0%
@@ -1536,6 +1543,15 @@ def _purpose_facts(
         listed = " and ".join(f"`{n}`" for n in names[:3]) or "them"
         f["purpose"] = f"{what} ({listed}, fetched with every training step)"
         f["purpose_fix"] = f["purpose_fix"].format(fetched=listed)
+
+
+#: The kernels that make a dataset's iterator (once per epoch, per fit call).
+ITERATOR_SETUP = frozenset({"MakeIterator", "AnonymousIteratorV2", "AnonymousIteratorV3"})
+ITERATOR_SETUP_FIX = (
+    "the iterator is made at each epoch's start (each fit call's), so fewer, longer epochs "
+    "(one fit call for the whole loop, steps_per_epoch=None) make it less often; the "
+    "pipeline itself is not the cost"
+)
 
 
 #: The script's own Python between session.run calls is said apart from session.run's
