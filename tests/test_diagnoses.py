@@ -1894,6 +1894,21 @@ def test_each_new_models_first_validation_is_left_out_of_the_epochs_cost() -> No
     assert old is not None and old.boundaries == 7
 
 
+def test_one_validation_timed_as_written_after_the_first_is_a_recurring_cost() -> None:
+    """Keras's transformer text classifier, 2 epochs: its second validation, 1.53 s against
+    5.2 s of batches (~36% of the training time without the profiler), went unnamed: one
+    boundary was taken for a possible one-off, though the first (the trace) was left out."""
+    from profiler.diagnoses import performance
+
+    f = {"label": "t.py", "name": "t.py", "step_us": 57_958.0, "epoch_share_pct": 22.0,
+         "epoch_low_pct": 22.0, "epoch_boundaries": 1, "epoch_what": "w", "epoch_work": "v",
+         "epoch_unit": "epoch", "steps_per_epoch": 94, "epoch_fix": "x",
+         "epoch_cost_per_step_us": 16_327.0}  # fmt: skip
+    rule = next(r for r in performance.RULES if r.id == "per_epoch_cost")
+    assert not rule.when(f)  # one boundary, nothing said of it
+    assert rule.when({**f, "epoch_one_timed": True})
+
+
 @pytest.mark.parametrize("other_cpu_ms", [25.0, 400.0])
 def test_a_generator_that_mostly_waits_costs_the_step_its_wait_and_is_told_to_run_in_parallel(
     other_cpu_ms: float,
