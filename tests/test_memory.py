@@ -441,6 +441,8 @@ def test_the_memory_the_phases_added_and_kept_is_said_apart_from_the_scripts():
     spans = [("framework", 150, 250), ("whatif", 350, 450)]
     assert memory._phases_added(steps, rss, spans) == (601 - 548 + 694 - 601) * mb
     assert memory._phases_added(steps, rss, []) is None
+    # A span to the run's end: what it held at the end.
+    assert memory._phases_added(steps, rss, [("whatif", 350, 900)]) == (695 - 601) * mb
     m = {"first_mb": 547.0, "last_mb": 695.0, "peak_mb": 719.0, "peak_step": 400,
          "peak_phase": "", "phases_added_mb": 146.0, "growth_bytes_per_step": None,
          "growth_interval": None, "grows": False, "steps": 500, "causes": []}  # fmt: skip

@@ -408,6 +408,10 @@ def _phases_added(
     for _name, a, e in spans or ():
         before = [r for s, r in zip(steps, rss, strict=True) if s < a]
         after = [r for s, r in zip(steps, rss, strict=True) if s > e]
+        if not after and any(s >= a for s in steps):
+            # A span to the run's end (the what-ifs' blocks, last): what it held at the end
+            # (that script's last 1,700 steps were the what-ifs': 600 -> 685 MB, unsaid).
+            after = rss[-1:]
         if before and after:
             seen = True
             total += max(after[0] - before[-1], 0)
