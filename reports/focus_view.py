@@ -12,7 +12,7 @@ show the same figures.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from profiler.analysis import before_steps
@@ -170,7 +170,11 @@ FIRST_SHARE = 0.1
 
 
 def _steady(
-    span_s: float, n: int, median_us: float | None, one_off: Mapping[str, Any] | None
+    span_s: float,
+    n: int,
+    median_us: float | None,
+    one_off: Mapping[str, Any] | None,
+    long_rows: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """``; at the median step they would take 5.5 s: the first 3 took 6.0 s more ...``: the
     steps' span against steady steps, where those are under ``STEADY_SHARE`` of it (a
@@ -208,7 +212,31 @@ def _steady(
         f"; at the median step they would take {steady:,.1f} s: the first {first_n:,} took "
         f"{first_s:,.1f} s more (tracing, compiling and first calls, paid once), the others "
         f"{rest:,.1f} s more (slow steps and the time between steps: epoch ends, validations, "
-        "later traces, and the profiler's own phases, not told apart)"
+        "later traces, and the profiler's own phases, not told apart"
+        f"{_long_part(long_rows, first_n, rest)})"
+    )
+
+
+#: Long steps after the first ones said within "the others" where they hold this share of it.
+LONG_PART_SHARE = 0.2
+
+
+def _long_part(rows: Sequence[Mapping[str, Any]], first_n: int, rest_s: float) -> str:
+    """``; of them, step 8 alone took 19.0 s more than the median``: the steps after the first
+    ones the run's long-step record holds (``script.long_steps``), where they are a fifth of
+    the rest (the transfer-learning tutorial's fine-tuning fit, its first step after the
+    recompile 19.8 s against 0.86 s: "the others 30.5 s more ... not told apart")."""
+    later = [r for r in rows if int(r.get("step", 0)) >= first_n]
+    excess = sum(max(float(r["us"]) - float(r["median_us"]), 0.0) for r in later) / 1e6
+    if not later or rest_s <= 0 or not LONG_PART_SHARE * rest_s <= excess <= rest_s:
+        return ""  # too little to say, or more than the rest (their median is another's)
+    steps = ", ".join(f"{int(r['step']):,}" for r in later[:3]) + (
+        ", ..." if len(later) > 3 else ""
+    )
+    which = f"step {steps} alone" if len(later) == 1 else f"{len(later)} steps ({steps})"
+    return (
+        f"; of them, {which} took {excess:,.1f} s more than the median step (a later trace "
+        "such as a recompiled model's, an evaluation, or a phase's switch)"
     )
 
 
@@ -230,7 +258,8 @@ def _budget(
     # The loop's iterations watched before its first step are steps of the script all the same.
     watched = int((script.get("auto_step") or {}).get("watched_iterations") or 0)
     watched_s = float(t.get("watched_s") or 0.0) if watched else 0.0
-    steady = _steady(float(steps_s) + watched_s, n + watched, median_us, one_off)
+    long_rows = (script.get("long_steps") or {}).get("steps") or ()
+    steady = _steady(float(steps_s) + watched_s, n + watched, median_us, one_off, long_rows)
     if float(steps_s) + watched_s >= 0.8 * wall and not steady:
         return ""
     count = f"{n + watched:,} step{'s' if n + watched != 1 else ''}"

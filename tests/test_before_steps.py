@@ -194,6 +194,21 @@ def test_a_steps_span_mostly_beyond_steady_steps_is_split_into_the_first_steps_a
         "take 5.5 s: the first 3 took 6.0 s more (tracing, compiling and first calls, paid "
         "once), the others 14.0 s more (slow steps" in line
     ), line
+    # Long steps after the first ones, a fifth of the rest: said within it (the tutorial's
+    # fine-tuning fit, its first step after the recompile: 19.8 s against 0.86 s).
+    rows = [{"step": 8, "us": 19_836_885.9, "median_us": 857_136.0, "phase": "timed"}]
+    longer = {**script, "wall_s": 54.3, "time": {**script["time"], "steps_s": 40.0}}
+    line = focus_view._budget({**longer, "long_steps": {"steps": rows}}, None, 115_304.0, one_off)
+    assert (
+        "not told apart; of them, step 8 alone took 19.0 s more than the median step (a later "
+        "trace such as a recompiled model's, an evaluation, or a phase's switch))" in line
+    ), line
+    small = [{**rows[0], "us": 2_000_000.0}]
+    line = focus_view._budget({**longer, "long_steps": {"steps": small}}, None, 115_304.0, one_off)
+    assert "of them" not in line
+    # More than the rest: another window's median, not said.
+    line = focus_view._budget({**script, "long_steps": {"steps": rows}}, None, 115_304.0, one_off)
+    assert "of them" not in line
     # A small one-off part: the rest is said, not told apart from the profiler's own phases.
     few = {**one_off, "warmup_excess_ms": 900.0}
     assert (
