@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import importlib.machinery
 import json
 import os
@@ -769,13 +770,20 @@ ARITH_FLAGS = ("avx512_bf16", "amx_bf16", "avx512_fp16", "amx_fp16")
 
 
 def cpu_arith() -> list[str] | None:
-    """The ``ARITH_FLAGS`` this CPU has; None where its flags cannot be read (not Linux)."""
+    """The ``ARITH_FLAGS`` this CPU has; None where its flags cannot be read (not Linux). Read
+    once: the script record is built again at every partial write."""
+    flags = _cpu_arith()
+    return list(flags) if flags is not None else None
+
+
+@functools.cache
+def _cpu_arith() -> tuple[str, ...] | None:
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 if line.startswith("flags"):
                     flags = set(line.split(":", 1)[1].split())
-                    return [f for f in ARITH_FLAGS if f in flags]
+                    return tuple(f for f in ARITH_FLAGS if f in flags)
     except OSError:
         return None
     return None
