@@ -391,7 +391,7 @@ def run_workload_process(
         # samples) would take the steps they need, and is asked again once they have theirs.
         missing = [p.name for p in merged.phases if p.missed and p.status != OK] or missing
         expected_ns = rerun.expected_ns(missing, last_wall_ns, alone_s)
-        allowed_s = rerun.budget_for(missing, budget_s)
+        allowed_s = rerun.budget_for(missing, budget_s, alone_s)
         if not rerun.another(opts.script_repeat, r, outcome.wall_ns, expected_ns, allowed_s):
             over_budget = opts.script_repeat is None and r < rerun.MAX_RUNS - 1
             break
