@@ -440,7 +440,16 @@ class ScriptRun:
         self.stdin = WatchedStdin(sys.stdin)
         sys.stdin = self.stdin  # type: ignore[assignment]
 
-        def stop(_signum: int, _frame: Any) -> None:
+        owner = os.getpid()
+
+        def stop(signum: int, _frame: Any) -> None:
+            if os.getpid() != owner:
+                # A process the script forked (Keras's PyDataset workers with
+                # use_multiprocessing=True) inherited this handler: it ends as it would without
+                # the profiler, not with a traceback of ours (23 of them in one such fit).
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+                return
             # Stop the script once; once it has ended, finish writing what was measured (the
             # runner waits a few seconds before it kills the process).
             first = not self.stop_requested
