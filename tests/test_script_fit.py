@@ -272,6 +272,32 @@ def test_fit_called_on_one_sample_again_and_again_is_named_with_its_calls(tmp_pa
 
 
 @pytest.mark.tf
+def test_a_pydatasets_batch_is_its_batch_size_attribute_where_it_keeps_one() -> None:
+    # A blog's data generator batching 64 in __getitem__ read as fit's default 32.
+    import keras
+    import tensorflow as tf
+
+    from profiler.capture.script.detect import _fed_batch
+
+    class Generator(keras.utils.PyDataset):
+        def __init__(self, batch_size: int, **kwargs) -> None:
+            super().__init__(**kwargs)
+            if batch_size:
+                self.batch_size = batch_size
+
+        def __len__(self) -> int:
+            return 4
+
+        def __getitem__(self, i: int):
+            raise AssertionError("the batch size is read without a batch being made")
+
+    assert _fed_batch(Generator(64, workers=2)) == 64
+    assert _fed_batch(Generator(0)) is None
+    assert _fed_batch(tf.data.Dataset.range(10).batch(16).prefetch(1)) == 16
+    assert _fed_batch(tf.data.Dataset.range(10)) is None
+
+
+@pytest.mark.tf
 def test_a_tensorboard_callbacks_settings_are_read_as_keras_keeps_them() -> None:
     # Keras 3's defaults write each epoch's scalars only (the fix names nothing to set then).
     import keras

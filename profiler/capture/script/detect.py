@@ -597,7 +597,13 @@ def _int_attr(obj: Any, name: str) -> int:
 def _fed_batch(x: Any) -> int | None:
     """The batch size of a ``tf.data`` dataset given to ``fit`` (which then ignores its own
     ``batch_size``): the nearest ``batch`` in the dataset's chain, or None (not a dataset, or
-    no batch found: a Keras example's windowed dataset batches 256 while fit's default is 32)."""
+    no batch found: a Keras example's windowed dataset batches 256 while fit's default is 32).
+    A Keras ``PyDataset`` (or ``Sequence``) batches in its ``__getitem__``: its ``batch_size``
+    attribute where it keeps one, as the usual data generator does (a blog's generator of 64
+    read as fit's default 32)."""
+    if any(c.__name__ in ("PyDataset", "Sequence") for c in type(x).__mro__[1:]):
+        size = _int_attr(x, "batch_size")
+        return size if size > 0 else None
     d, depth = x, 0
     while d is not None and depth < 12:
         size = getattr(d, "_batch_size", None)
