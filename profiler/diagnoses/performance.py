@@ -1575,8 +1575,8 @@ def _call_overhead_facts(f: dict[str, Any]) -> None:
     (91%) and a custom loop's ``next()`` on its dataset (23-26%) were "the tf.function call's
     per-call cost"."""
     overhead = f.get("overhead_us")
-    if overhead is None:
-        return
+    if overhead is None or f.get("eager_switch"):
+        return  # no graph is called: the overhead is the eager ops' (eager_switch)
     key, machinery = (
         ("function", "the tf.function call's per-call cost")
         if f.get("framework") == "tf2"
@@ -2403,6 +2403,7 @@ WHATIF_FOR: dict[str, tuple[str, ...]] = {
     "compute_bound": ("keras_jit", "function_jit", "numpy_float32"),
     "compute_bound_peak": ("keras_jit", "function_jit", "numpy_float32"),
     "eager_dispatch": ("eager_function",),
+    "eager_switch": ("functions_graph",),
     "per_op_bound": ("keras_jit", "function_jit"),
     "predict_in_loop": ("predict_direct",),
 }

@@ -184,6 +184,13 @@ def step_line_facts(f: dict[str, Any], trace: Any) -> None:
     # per-sample ``model.predict`` line read 33% of its step beside it).
     named = call_rules.looped(f)
     calls, callers = step_call_lines(trace, rec.lines, (named,) if named else ())
+    # The step's own tf.functions: their body's lines run each step only where the functions
+    # run eagerly (tf.config.run_functions_eagerly(True)), and they are the step's work (a
+    # custom loop's `logits = model(x, training=True)` read "the script's own work beside
+    # the step, not the model's").
+    step_bodies = {
+        str(s["name"]).rsplit(".", 1)[-1] for s in script.get("functions") or [] if s.get("name")
+    }
     best = None
     logging = []
     for ln in rec.lines:
@@ -197,7 +204,7 @@ def step_line_facts(f: dict[str, Any], trace: Any) -> None:
             continue  # a call of the step (but an evaluation with the step's own functions)
         if INPUT_LINE.match(source) or TRAINING_LINE.search(source):
             continue  # the loop's next batch (input_bound's), or the model's training
-        if only_logging and not _beside_the_math(source):
+        if (only_logging or function in step_bodies) and not _beside_the_math(source):
             continue
         if ln.hits / steps < MIN_PER_STEP or ln.total_ns / ln.hits > MAX_HIT_STEPS * step_ns:
             continue

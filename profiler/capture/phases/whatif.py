@@ -47,7 +47,9 @@ NO_ROOM = "the steps left did not leave room for it"
 #: example compiled with XLA read 466, 144 and 200 ms in its three blocks against 80-90 ms as
 #: written: the first held the compilation's aftermath, and the interval, -623 to +253 ms, no
 #: verdict (XLA 2x slower on it without the profiler).
-WARM_FIRST = frozenset({"keras_jit", "function_jit", "keras_steps_4", "keras_steps_16"})
+WARM_FIRST = frozenset(
+    {"keras_jit", "function_jit", "keras_steps_4", "keras_steps_16", "functions_graph"}
+)
 #: The script options' key naming the what-ifs an earlier run of the script measured.
 SKIP_KEY = "whatif_measured"
 

@@ -602,8 +602,8 @@ def _fed_batch(x: Any) -> int | None:
     attribute where it keeps one, as the usual data generator does (a blog's generator of 64
     read as fit's default 32)."""
     if any(c.__name__ in ("PyDataset", "Sequence") for c in type(x).__mro__[1:]):
-        size = _int_attr(x, "batch_size")
-        return size if size > 0 else None
+        kept = _int_attr(x, "batch_size")
+        return kept if kept > 0 else None
     d, depth = x, 0
     while d is not None and depth < 12:
         size = getattr(d, "_batch_size", None)

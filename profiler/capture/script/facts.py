@@ -29,6 +29,18 @@ def _feed_dict(call: tuple[tuple[Any, ...], dict[str, Any]] | None) -> dict[Any,
     return feeds if isinstance(feeds, dict) else {}
 
 
+def functions_eagerly() -> bool | None:
+    """Whether ``tf.config.run_functions_eagerly(True)`` is in force
+    (None: TensorFlow was never imported)."""
+    tf = sys.modules.get("tensorflow")
+    if tf is None:
+        return None
+    try:
+        return bool(tf.config.functions_run_eagerly())
+    except Exception:  # a TensorFlow without it
+        return None
+
+
 def describe(driver: StepDriver) -> tuple[str, LoopInfo, WorkDecl, list[str]]:
     """What the script's steps are: (framework kind, loop info for the phases, work, notes)."""
     f = driver.facts
@@ -75,6 +87,15 @@ def describe(driver: StepDriver) -> tuple[str, LoopInfo, WorkDecl, list[str]]:
             else "fit's batch size"
         )
         notes.append(f"samples per step: {source} ({samples}); an epoch is {per_epoch} batches")
+    elif (counts.get("tf_function") or calls.get("tf_function")) and functions_eagerly():
+        # Its tf.functions run their Python body, op by op: an eager loop, whose kernels the
+        # framework phase's eager ops measure (a custom loop left with the switch on read
+        # "0.0 µs of kernels ... the tf.function call's per-call cost").
+        kind, info = TF2, LoopInfo(kind=TF2, mode=EAGER)
+        notes.append(
+            "tf.config.run_functions_eagerly(True) is in force: the steps' tf.functions run "
+            "their Python op by op, measured as an eager loop"
+        )
     elif counts.get("tf_function") or calls.get("tf_function"):
         busiest = max(f.functions.values(), key=lambda s: s.calls, default=None)
         function = busiest.ref if busiest is not None else None

@@ -63,7 +63,7 @@ from profiler.capture.script.driver import (
     long_steps,
     others_cores,
 )
-from profiler.capture.script.facts import main_source
+from profiler.capture.script.facts import functions_eagerly, main_source
 from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule
 from profiler.capture.script.spec import ScriptSpec
 from profiler.capture.worker import ERROR_FILE, MODEL_FILE, WorkerSpec, progress_writer
@@ -619,7 +619,7 @@ class ScriptRun:
             "gc": self.gc.record().to_json() if self.gc is not None else None,
             "blocks": self.step_blocks(out),
             "long_steps": self.long_steps(out),
-            "functions_eagerly": _functions_eagerly(),
+            "functions_eagerly": functions_eagerly(),
             "dtype_policy": _dtype_policy(d.facts.model),
             "cpu_arith": cpu_arith(),
             "fit": {
@@ -759,18 +759,6 @@ class ScriptRun:
         if status == PARTIAL:
             return EXIT_INTERRUPTED
         return EXIT_OK if status == OK else EXIT_FAILED
-
-
-def _functions_eagerly() -> bool | None:
-    """Whether ``tf.config.run_functions_eagerly(True)`` was in force when the script ended
-    (None: TensorFlow was never imported)."""
-    tf = sys.modules.get("tensorflow")
-    if tf is None:
-        return None
-    try:
-        return bool(tf.config.functions_run_eagerly())
-    except Exception:  # a TensorFlow without it
-        return None
 
 
 #: The CPU flags of reduced-precision arithmetic (``/proc/cpuinfo``): oneDNN runs bfloat16 or
