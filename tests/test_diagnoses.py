@@ -1947,3 +1947,30 @@ def test_a_generator_that_mostly_waits_costs_the_step_its_wait_and_is_told_to_ru
     f["gen_paces"] = False
     waiting._sleep_gain(f)
     assert f["sleep_gain_us"] == 9_754.0 and f["sleep_gain"].endswith("about 9,754 µs")
+
+
+def test_several_models_each_fit_once_are_not_a_loop_of_fit_calls() -> None:
+    # Keras's distillation example fits a teacher, a distiller and a student once each: their
+    # boundaries read "a model.compile before each of the 3 fit calls ... compile once,
+    # before the loop ... fit(epochs=3)".
+    from types import SimpleNamespace
+
+    from profiler.analysis.stats import EpochCost
+    from profiler.diagnoses.performance import _epoch_facts
+
+    epochs = EpochCost(
+        steps_per_epoch=50,
+        boundaries=2,
+        excess_ns=2_000_000_000,
+        batch_ns=100_000_000,
+        share=0.3,
+        low_share=0.3,
+        clean=2,
+    )
+    wa = SimpleNamespace(epochs=epochs, attribution=None)
+    for models, fired in ((3, False), (1, True)):
+        fit = {"calls": 3, "models": models, "epochs": 1, "steps_per_epoch": 50}
+        trace = SimpleNamespace(script={"fit": fit, "keras_calls": {}}, phase=lambda _n: None)
+        f: dict = {"step_us": 100_000.0}
+        _epoch_facts(f, trace, wa)
+        assert ("epoch_what" in f) is fired, (models, f)

@@ -261,6 +261,7 @@ def test_fit_called_on_one_sample_again_and_again_is_named_with_its_calls(tmp_pa
     run = only_run(tmp_path)
     fit = workload(run)["script"]["fit"]
     assert fit["calls"] == fit["one_batch_calls"] == 40 and fit["ns"] > 0, fit
+    assert fit["models"] == 1, fit
     # Each call timed, the calls' sum the whole.
     assert len(fit["call_ms"]) == 40 and abs(sum(fit["call_ms"]) - fit["ns"] / 1e6) < 1.0
     found = json.loads((run / "summary.json").read_text())["diagnoses"]

@@ -687,6 +687,13 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
     e = wa.epochs
     script = trace.script or {}
     fit = script.get("fit") or {}
+    models = int(fit.get("models") or 1)
+    if models > 1 and int(fit.get("calls") or 1) <= models and (fit.get("epochs") or 1) == 1:
+        # Several models, each fit once for one epoch: their boundaries are one training's
+        # end and another's start, no loop's (Keras's distillation example, a teacher, a
+        # distiller and a student fit once each, read "a model.compile before each of the 3
+        # fit calls ... compile once, before the loop ... fit(epochs=3)").
+        return
     ends = epoch_end_ms(fit)
     timed = None
     att = getattr(wa, "attribution", None)

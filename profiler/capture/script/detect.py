@@ -469,6 +469,8 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
         kwargs["callbacks"] = [*(given or ()), marks]
         return True
 
+    fitted: set[int] = set()
+
     @functools.wraps(fit)
     def marked_fit(self: Any, *args: Any, **kwargs: Any) -> Any:
         if facts.model is None:
@@ -518,6 +520,10 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
         # A fit called again and again (once per outer iteration, as RL and GAN scripts do):
         # each call's set-up is the cost at the boundaries, not an epoch's.
         facts.fit["calls"] = int(facts.fit.get("calls") or 0) + 1
+        # The models fit trains: several, each fit once (a teacher, then a distiller, then a
+        # student) are not a loop of fit calls.
+        fitted.add(id(self))
+        facts.fit["models"] = len(fitted)
         d.block += 1
         d.keras_depth += 1
         t0 = d.clock()
