@@ -193,7 +193,9 @@ def test_a_fit_on_a_batched_dataset_counts_the_datasets_batch_as_its_samples(tmp
         "ds = ds.prefetch(2)\n"
         "model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])\n"
         "model.compile('sgd', 'mse')\n"
-        "model.fit(ds, epochs=3, verbose=0, validation_data=ds.take(8))\n",
+        # One callback, not in a list, as TensorFlow's audio tutorial passes it.
+        "stop = tf.keras.callbacks.EarlyStopping(patience=5)\n"
+        "model.fit(ds, epochs=3, verbose=0, validation_data=ds.take(8), callbacks=stop)\n",
     )
     out = cli(tmp_path, "--repeat", "0", "--phases", "timed", "--no-progress", str(script))
     assert out.returncode == 0, out.stderr[-2000:]
@@ -202,6 +204,7 @@ def test_a_fit_on_a_batched_dataset_counts_the_datasets_batch_as_its_samples(tmp
         "dataset"
     )
     assert w["work"]["samples_per_step"] == 64, w["work"]
+    assert w["script"]["fit"]["callbacks"] == ["EarlyStopping"], w["script"]["fit"]
     # fit's validation at each epoch's end is timed, each run (the first traces its function).
     timed = w["script"]["fit"]["validations_ns"]
     assert len(timed) == 3 and all(v > 0 for v in timed), timed

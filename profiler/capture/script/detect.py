@@ -462,8 +462,12 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
     def inject(kwargs: dict[str, Any], marks: Any) -> bool:
         given = kwargs.get("callbacks")
         if given is not None and not isinstance(given, (list, tuple)):
-            facts.notes.append("fit(callbacks=...) is not a list: its batches are not steps")
-            return False
+            if not hasattr(given, "on_train_batch_end"):
+                facts.notes.append("fit(callbacks=...) is not a list: its batches are not steps")
+                return False
+            # One callback, not in a list, as TensorFlow's audio tutorial passes its
+            # EarlyStopping (Keras flattens what it is given): fit's batches were not steps.
+            given = [given]
         for c in given or ():
             _time_epoch_end(c, d)
         kwargs["callbacks"] = [*(given or ()), marks]
