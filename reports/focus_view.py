@@ -757,6 +757,11 @@ def _saves(x: Mapping[str, Any]) -> bool:
     return x.get("verdict") in ("holds", "misses", "not predicted") and not _too_small(x)
 
 
+def _unmeasured(x: Mapping[str, Any]) -> bool:
+    """A what-if that could not be applied, or measured nothing (its row says which)."""
+    return x.get("status") in ("failed", "partial") and x.get("measured_saving_us") is None
+
+
 def _too_small(x: Mapping[str, Any]) -> bool:
     """A measured saving under ``MIN_FIX_SHARE`` of the step as written."""
     m, base = x.get("measured_saving_us"), x.get("baseline_us")
@@ -1000,7 +1005,15 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
             # Fixes: what-ifs that measured a saving; the rest (no measurable change, slower,
             # failed) are said apart, never under what would fix it.
             "whatifs": [_whatif_row(x) for x in w.get("whatif") or [] if _saves(x)],
-            "not_fixes": [_whatif_row(x) for x in w.get("whatif") or [] if not _saves(x)],
+            "not_fixes": [
+                _whatif_row(x)
+                for x in w.get("whatif") or []
+                if not _saves(x) and not _unmeasured(x)
+            ],
+            # Tried and not measured (it failed, or the script ended in its blocks): not "not
+            # a fix" (a numpy net's float32, 2x faster without the profiler, read as measured
+            # and not shown to be a fix, where it could not be applied).
+            "not_measured": [_whatif_row(x) for x in w.get("whatif") or [] if _unmeasured(x)],
         }
         if att and w.get("step_time"):
             card["sentence"] = _sentence(w)

@@ -101,6 +101,10 @@ def answer(vm: dict[str, Any]) -> str:
             )
             for x in card["not_fixes"]:
                 out.append(f"  - {x['title']}: {x['text']} ({x['blocks']})")
+        if card.get("not_measured"):
+            out.append("tried on your loop, not measured:")
+            for x in card["not_measured"]:
+                out.append(f"  - {x['title']}: {x['text']} ({x['blocks']})")
         if card["findings"]:
             out.append("what to change, costliest first:")
             for i, d in enumerate(card["findings"], 1):

@@ -648,3 +648,22 @@ def test_a_fix_that_compiles_runs_one_call_unmeasured_before_its_first_pair() ->
     loop.log.clear()
     p._measure(ctx, Variant("tensor_args"), 3)
     assert loop.log[0] == (False, 3)
+
+
+def test_a_what_if_that_could_not_be_applied_is_not_said_to_be_measured() -> None:
+    # A numpy net's float32 (2x faster without the profiler) could not be applied, and read
+    # under "measured on your loop, not shown to be a fix here".
+    row = {
+        "id": "numpy_float32", "title": "float32 arrays", "removes": ["compute"],
+        "removes_share": 0.5, "keeps_results": False, "results_note": "", "results_check": "",
+        "status": "failed", "error": "float32 did not hold through the steps", "block_steps": 3,
+        "pairs": 2, "baseline_us": None, "variant_us": None, "measured_saving_us": None,
+        "resolution_us": None, "predicted_saving_us": None, "predicted_share": None,
+        "tolerance_us": None, "verdict": "failed", "interval_us": [],
+    }  # fmt: skip
+    summary = {"workloads": [{"name": "s", "label": "s.py", "slug": "s", "status": "ok",
+                              "script": {"path": "s.py"}, "whatif": [row]}]}  # fmt: skip
+    (card,) = focus_view.focus(summary, answered=False)
+    assert card["whatifs"] == [] and card["not_fixes"] == []
+    (said,) = card["not_measured"]
+    assert said["text"] == "could not be applied: float32 did not hold through the steps"
