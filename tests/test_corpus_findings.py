@@ -498,6 +498,24 @@ def test_long_steps_count_at_their_period_the_instrumented_windows_included() ->
         ),
     )
     assert "long_count" not in s1
+    # Nor the tail of many long steps, not apart from them: a numpy net's two BLAS threads
+    # beside a busy process, 14 steps of 5-12x, three past 10x (nothing ran in them).
+    tail = [(56, 487.7, 42.0), (147, 243.0, 24.5), (148, 253.0, 24.5), (149, 148.5, 24.5)]
+    tail += [(161, 258.0, 27.4), (168, 225.2, 27.4), (175, 224.0, 27.4), (176, 183.7, 27.4)]
+    tail += [(191, 239.0, 26.3), (209, 137.0, 26.3), (215, 240.4, 26.1), (248, 244.9, 21.3)]
+    blas = [{"step": s, "us": u * 1e3, "median_us": m * 1e3, "phase": ""} for s, u, m in tail]
+    b = {"label": "dnn.py", "step_us": 22_910.0}
+    rec = {"steps": blas, "left_out": 76, "spans": []}
+    script = {"long_steps": rec, "steps": 293}
+    rules.long_facts(b, SimpleNamespace(script=script, warmup=SimpleNamespace(n_steps=5)))
+    assert "long_count" not in b
+    # Three far apart from the rest still count (their evaluations, 1 s against 20 ms steps).
+    apart = [blas[3], blas[7], blas[9], *({**blas[i], "us": 1e6} for i in (4, 8, 11))]
+    b2 = {"label": "dnn.py", "step_us": 22_910.0}
+    rec2 = {**rec, "steps": sorted(apart, key=lambda r: r["step"])}
+    rules.long_facts(b2, SimpleNamespace(script={**script, "long_steps": rec2},
+                                         warmup=SimpleNamespace(n_steps=5)))  # fmt: skip
+    assert b2["long_count"] == 3, b2
     # Counted as the loop counts its iterations: 40 were watched to find it before step 0.
     watched = {"long_steps": record, "steps": 601, "auto_step": {"watched_iterations": 40}}
     rules.long_facts(h, SimpleNamespace(script=watched, warmup=SimpleNamespace(n_steps=15)))

@@ -51,6 +51,9 @@ FEW_FACTOR = 10.0
 #: third took 5.1 s against 20 ms steps, and no answer named it).
 ONE_MIN_NS = 1_000_000_000
 ONE_FACTOR = 20.0
+#: At no period, the few long ones count only this many times as long (to their tenths'
+#: medians) as the longest of the other long steps, where those are as many or more.
+APART = 1.5
 #: The phase whose instrument pauses the process at random moments (py-spy reads a stack).
 PAUSED = "sampled"
 #: Their share of the loop's time worth a finding (%).
@@ -131,6 +134,14 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
         # Few, or they are a busy machine's: beside the test suite a numpy loop's 2 ms steps
         # had 8 long ones of 110 ms and more at no period, and its evaluations among them.
         if not (one or MIN_FEW <= len(kept) <= MAX_FEW) or looked <= len(kept):
+            return
+        # Nor where they are the tail of many long steps, not apart from them: a numpy net's
+        # two BLAS threads beside a busy process had 14 steps of 5-12x, three of them past
+        # 10x, and read "work the loop does between two steps once in a while"; nothing ran
+        # there (without the profiler: dozens of 3x steps on two threads, one on one thread).
+        rest = [r["us"] / r["median_us"] for r in rows if not _few(r) and r["median_us"]]
+        least = min(r["us"] / r["median_us"] for r in kept if r["median_us"]) if kept else 0.0
+        if len(rest) >= len(kept) and least < APART * max(rest, default=0.0):
             return
         every = looked / len(kept)
         # Two or three show no period (a distributed loop's epoch ends, 63 steps apart, two of
