@@ -227,3 +227,22 @@ def test_a_schema_that_cannot_be_read_is_a_summary_error_and_the_run_is_written(
     pipeline.write_outputs(tmp_path, copy.deepcopy(BASE))
     assert json.loads((tmp_path / "summary.json").read_text())["workloads"]
     assert "cannot be read" in (tmp_path / "schema-error.txt").read_text()
+
+
+def test_a_report_that_cannot_be_drawn_keeps_the_run_and_its_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A template reading a key one card lacked ended a 2-minute run with a jinja2 traceback.
+    from profiler.processes import pipeline
+    from profiler.reports import html
+
+    def broken(_vm: dict) -> str:
+        raise KeyError("not_measured")
+
+    monkeypatch.setattr(html, "render", broken)
+    pipeline.write_outputs(tmp_path, copy.deepcopy(BASE))
+    assert json.loads((tmp_path / "summary.json").read_text())["workloads"]
+    assert not (tmp_path / "report.html").exists()
+    assert "KeyError: 'not_measured'" in (tmp_path / "report-error.txt").read_text()
+    err = capsys.readouterr().err
+    assert err.startswith("internal error (a bug of the profiler; the run is kept): the report")

@@ -228,9 +228,16 @@ def write_outputs(run_dir: Path, doc: dict[str, Any]) -> None:
     try:
         write_report(run_dir, doc)
     except Exception as exc:
-        if not problem:
-            raise
-        print(f"the report could not be drawn: {type(exc).__name__}: {exc}", file=sys.stderr)
+        # A bug in drawing the report never loses the run: the summary is written, the
+        # terminal's answer follows, and the traceback is kept for the bug report.
+        import traceback
+
+        rundir.atomic_write_text(run_dir / "report-error.txt", traceback.format_exc())
+        print(
+            "internal error (a bug of the profiler; the run is kept): the report could not be "
+            f"drawn: {type(exc).__name__}: {str(exc)[:300]} (report-error.txt)",
+            file=sys.stderr,
+        )
 
 
 def write_report(run_dir: Path, doc: dict[str, Any]) -> None:
