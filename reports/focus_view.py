@@ -757,7 +757,7 @@ def _saves(x: Mapping[str, Any]) -> bool:
     return x.get("verdict") in ("holds", "misses", "not predicted") and not _too_small(x)
 
 
-def _unmeasured(x: Mapping[str, Any]) -> bool:
+def _not_applied(x: Mapping[str, Any]) -> bool:
     """A what-if that could not be applied, or measured nothing (its row says which)."""
     return x.get("status") in ("failed", "partial") and x.get("measured_saving_us") is None
 
@@ -1008,12 +1008,12 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
             "not_fixes": [
                 _whatif_row(x)
                 for x in w.get("whatif") or []
-                if not _saves(x) and not _unmeasured(x)
+                if not _saves(x) and not _not_applied(x)
             ],
             # Tried and not measured (it failed, or the script ended in its blocks): not "not
             # a fix" (a numpy net's float32, 2x faster without the profiler, read as measured
             # and not shown to be a fix, where it could not be applied).
-            "not_measured": [_whatif_row(x) for x in w.get("whatif") or [] if _unmeasured(x)],
+            "not_measured": [_whatif_row(x) for x in w.get("whatif") or [] if _not_applied(x)],
         }
         if att and w.get("step_time"):
             card["sentence"] = _sentence(w)

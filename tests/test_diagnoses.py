@@ -1974,3 +1974,18 @@ def test_several_models_each_fit_once_are_not_a_loop_of_fit_calls() -> None:
         f: dict = {"step_us": 100_000.0}
         _epoch_facts(f, trace, wa)
         assert ("epoch_what" in f) is fired, (models, f)
+
+
+def test_steps_per_execution_advice_says_what_it_does_to_the_scripts_batch_callbacks() -> None:
+    # A callback evaluating every 20 batches: with steps_per_execution=k Keras calls it once
+    # every k batches, and its count of batches would change.
+    from profiler.diagnoses.engine import Diagnosis
+    from profiler.diagnoses.performance import _measured_fix
+
+    d = Diagnosis("overhead_bound_keras", "workload", "s.py", "m", "Run several batches.")
+    note = " With steps_per_execution=k, Keras calls EvalEveryN's batch methods once every k"
+    got = _measured_fix(d, {}, {"batch_callbacks_note": note}, "")
+    assert got.fix == "Run several batches." + note
+    assert _measured_fix(d, {}, {"batch_callbacks_note": ""}, "").fix == "Run several batches."
+    other = Diagnosis("compute_bound", "workload", "s.py", "m", "Less arithmetic.")
+    assert _measured_fix(other, {}, {"batch_callbacks_note": note}, "").fix == "Less arithmetic."

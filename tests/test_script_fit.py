@@ -302,6 +302,31 @@ def test_a_pydatasets_batch_is_its_batch_size_attribute_where_it_keeps_one() -> 
 
 
 @pytest.mark.tf
+def test_the_scripts_own_batch_callbacks_are_told_from_keras_own() -> None:
+    # steps_per_execution=k calls batch methods once every k batches: a callback evaluating
+    # every 20 batches would then count executions (the fix says so where one is given).
+    import keras
+
+    from profiler.capture.script.detect import _batch_hooks
+
+    class EveryN(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            pass
+
+    class Later(EveryN):
+        pass
+
+    class EpochsOnly(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            pass
+
+    assert _batch_hooks(EveryN()) and _batch_hooks(Later())
+    assert not _batch_hooks(EpochsOnly())
+    assert not _batch_hooks(keras.callbacks.TensorBoard("logs", update_freq="batch"))
+    assert not _batch_hooks(keras.callbacks.ProgbarLogger())
+
+
+@pytest.mark.tf
 def test_a_tensorboard_callbacks_settings_are_read_as_keras_keeps_them() -> None:
     # Keras 3's defaults write each epoch's scalars only (the fix names nothing to set then).
     import keras

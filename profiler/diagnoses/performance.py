@@ -93,6 +93,13 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     script = trace.script or {}
     f["compute_fix"] = _compute_fix(script.get("dtype_policy"), script.get("cpu_arith"))
     fit_call = script.get("fit") or {}
+    hooked = fit_call.get("batch_callbacks") or []
+    f["batch_callbacks_note"] = (
+        f" With steps_per_execution=k, Keras calls {' and '.join(hooked)}'s batch methods once "
+        "every k batches, not at each: what it does every N batches then happens every N calls."
+        if hooked
+        else ""
+    )
     # A fit's epoch, as fit counted it (``steps_per_epoch`` is the epoch cost's, where measured).
     f["fit_steps_per_epoch"] = fit_call.get("steps_per_epoch")
     if fit_call.get("steps_per_epoch") == 1 and (fit_call.get("epochs") or 0) > 1:
@@ -2478,6 +2485,8 @@ def _measured_fix(
         and m.verdict != "failed"
     ]
     d = _xla_failed(d, measured, refused)
+    if d.rule == "overhead_bound_keras" and f.get("batch_callbacks_note"):
+        d = dataclasses.replace(d, fix=d.fix + f["batch_callbacks_note"])
     faster = _faster_than_kernels(d, f, measured)
     if faster is not None:
         return dataclasses.replace(d, fix=faster, refuted=True)

@@ -513,6 +513,13 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                 "callbacks": [
                     type(c).__name__ for c in given.get("callbacks") or () if c is not marks
                 ],
+                # The script's own callbacks acting at batches: steps_per_execution=k calls
+                # them once every k batches (a callback evaluating every 20 batches).
+                "batch_callbacks": [
+                    type(c).__name__
+                    for c in given.get("callbacks") or ()
+                    if c is not marks and _batch_hooks(c)
+                ],
                 # TensorBoard's histograms of every weight at each epoch's end (the TensorBoard
                 # tutorial's histogram_freq=1: 56% of a small fit's loop without the profiler).
                 "histogram_freq": max(
@@ -596,6 +603,21 @@ def _tensorboard_settings(callbacks: Any) -> dict[str, Any]:
         "tb_write_images": bool(getattr(tb, "write_images", False)),
         "tb_embeddings_freq": _int_attr(tb, "embeddings_freq"),
     }
+
+
+#: A callback's methods called at each batch.
+BATCH_HOOKS = ("on_train_batch_end", "on_train_batch_begin", "on_batch_end", "on_batch_begin")
+
+
+def _batch_hooks(callback: Any) -> bool:
+    """Whether a callback of the script's own (not Keras's) defines a method called at each
+    batch."""
+    for cls in type(callback).__mro__:
+        if str(getattr(cls, "__module__", "")).startswith(("keras", "tensorflow")):
+            continue
+        if any(name in vars(cls) for name in BATCH_HOOKS):
+            return True
+    return False
 
 
 def _int_attr(obj: Any, name: str) -> int:
