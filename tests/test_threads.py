@@ -348,6 +348,17 @@ def test_the_scripts_own_worker_processes_are_not_other_processes_load() -> None
         after = threads.read()
     assert before is not None and after is not None
     assert after.children and (threads.window(before, after) or _cpu(0, 0)).children_cpu_ns > 0
+    # Workers that ended and were waited for inside the window (a PyDataset's pool, ended at
+    # each epoch) count too, and leave the other processes' busy time.
+    busy0, start = threads.others_busy_ns(), threads.read()
+    with ctx.Pool(1) as pool:
+        pool.map(sum, [range(3_000_000)] * 4)
+    busy1, end = threads.others_busy_ns(), threads.read()
+    assert start is not None and end is not None and busy0 is not None and busy1 is not None
+    used = end.reaped_ns - start.reaped_ns
+    assert used > 0 and not set(end.children or {}) - set(start.children or {})
+    window = threads.window(start, end)
+    assert window is not None and window.children_cpu_ns >= used
 
 
 if __name__ == "__main__":
