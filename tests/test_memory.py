@@ -101,6 +101,15 @@ def test_growth_is_measured_after_the_warm_up_with_its_interval() -> None:
     )
     assert flat is not None and not flat.grows
     assert memory.analyse({"measured": False, "why": "no /proc"}) is None
+    # The profiler's own record of each step's end (9 bytes a step) is not the script's: a
+    # per-sample loop of 8 million steps read "grows by 8 bytes every step ... 54.7 MB".
+    own = {"recorder_bytes_per_step": 9.0, "recorder_steps_max": 10_000_000}
+    recorded = [50_000_000 + 9 * s for s in steps]
+    base = {"measured": True, "rss_bytes": recorded, "steps": steps, **own}
+    kept = memory.analyse(base)
+    assert kept is not None and not kept.grows and kept.growth_per_step == pytest.approx(0)
+    past = memory.analyse({**base, "recorder_steps_max": 500})  # it stopped recording
+    assert past is not None and past.growth_per_step == pytest.approx(9)
 
 
 def test_after_a_phase_frees_its_buffers_the_growth_counts_only_past_the_old_peak() -> None:

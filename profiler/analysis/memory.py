@@ -363,6 +363,12 @@ def analyse(
         fit = within_theil_sen(segments)
         if fit is not None:
             growth, low, high = fit
+            # Less what the profiler's own record of the steps' ends adds a step.
+            own = float(record.get("recorder_bytes_per_step") or 0.0)
+            if own and last_step <= int(record.get("recorder_steps_max") or 0):
+                growth -= own
+                low = low - own if low is not None else None
+                high = high - own if high is not None else None
             xs, ys = segments[-1]
             projected = ys[-1] + growth * (last_step - xs[-1])
             late = max(x[-1] for x, _ in segments) >= start + 0.5 * (last_step - start)

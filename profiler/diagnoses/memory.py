@@ -152,6 +152,10 @@ def memory_facts(f: dict[str, Any], trace: Any) -> None:
     f["mem_kb_per_step"] = m.growth_per_step / 1024
     f["mem_low_kb"] = m.growth_low / 1024
     f["mem_high_kb"] = (m.growth_high or 0.0) / 1024
+    # In bytes where a step adds under a KB (a per-sample loop's 8 bytes read "0.0 KB").
+    f["mem_per_step_text"] = _bytes(m.growth_per_step)
+    f["mem_low_text"] = _bytes(m.growth_low)
+    f["mem_high_text"] = _bytes(m.growth_high or 0.0)
     f["mem_steps"] = m.steps
     f["mem_added_mb"] = m.growth_per_step * m.steps / 2**20
     f["mem_last_mb"] = m.last_bytes / 2**20
@@ -280,6 +284,9 @@ _NEEDS = (
     "label",
     "mem_grows",
     "mem_kb_per_step",
+    "mem_per_step_text",
+    "mem_low_text",
+    "mem_high_text",
     "mem_low_kb",
     "mem_high_kb",
     "mem_steps",
@@ -291,8 +298,8 @@ _NEEDS = (
     "mem_cause_fix",
 )
 _MESSAGE = (
-    "{label}: the process grows by {mem_kb_per_step:,.1f} KB every step (95%: "
-    "{mem_low_kb:,.1f} to {mem_high_kb:,.1f} KB): {mem_added_mb:,.1f} MB over the "
+    "{label}: the process grows by {mem_per_step_text} every step (95%: "
+    "{mem_low_text} to {mem_high_text}): {mem_added_mb:,.1f} MB over the "
     "{mem_steps:,} steps after the warm-up, {mem_projected_mb:,.0f} MB resident projected at "
     "the run's last step (step {mem_last_step:,}); {mem_cause}."
 )

@@ -56,6 +56,8 @@ from profiler.capture.phases import sampled
 from profiler.capture.schedule import ERROR_TAIL_LINES
 from profiler.capture.script import detect, pipeline, source
 from profiler.capture.script.driver import (
+    ENDS_MAX,
+    RECORD_BYTES_PER_STEP,
     Interrupted,
     StepDriver,
     StopScript,
@@ -541,6 +543,10 @@ class ScriptRun:
         if self.memory is None:
             return None
         rec = self.memory.record()
+        if rec.get("measured"):
+            # The profiler's own record of every step's end, growing with the steps.
+            rec["recorder_bytes_per_step"] = RECORD_BYTES_PER_STEP
+            rec["recorder_steps_max"] = ENDS_MAX
         if self.oom is not None and rec.get("measured"):
             rec["out_of_memory"] = dict(self.oom)
         return rec
