@@ -194,8 +194,14 @@ def test_a_finding_holding_far_more_than_the_measured_fix_leads_the_verdict() ->
     spe = {"id": "keras_steps_4", "title": "spe=4", "measured_saving_us": 684.0,
            "baseline_us": 1_400.0, "variant_us": 716.0, "verdict": "holds"}  # fmt: skip
     slow = {"whatif": [spe], "step_time": {"median_us": 1_340.0},
-            "distribution": {"mean_us": 55_870.0, "outliers": 5}}  # fmt: skip
+            "distribution": {"mean_us": 55_870.0, "outliers": 5, "outlier_share": 0.98,
+                             "outlier_factor": 3.0}}  # fmt: skip
     text = focus_view._verdict(card, slow)
+    # The split is a typical step's, a minority of the time: said so.
+    assert text.startswith(
+        "Verdict: feed/fetch is 78% of a typical step (5 slow steps over 3× the median hold "
+        "98% of the time); the top fix"
+    ), text
     assert text.endswith("Cache after map(rotate) (up to 300.00 ms a step)."), text
     assert "spe=4" not in text
     # The rule that opens the answer is the finding's, as without the what-if (a noise run's
