@@ -259,6 +259,22 @@ class TwoLayerNet:
     )
     sites = {s.line: s for s in source.mark_loops(source.load(path))}
     assert sites[2].updates and not sites[1].updates
+    # Karpathy's pg-pong: a dict of arrays named model, its gradient accumulated under `if
+    # done:` once an episode; the frame loop around it is the candidate (its 10,323 frames of
+    # 1.35 ms were no candidate, and the whole run was one step).
+    path = write(
+        tmp_path,
+        "pong.py",
+        "while True:\n"
+        "    x = frame()\n"
+        "    if done:\n"
+        "        for k in model: grad_buffer[k] += grad[k]\n"
+        "        if episode % 10 == 0:\n"
+        "            for k, v in model.items():\n"
+        "                model[k] += lr * grad_buffer[k]\n",
+    )
+    sites = {s.line: s for s in source.mark_loops(source.load(path))}
+    assert sites[1].updates and not sites[4].updates and not sites[6].updates
 
 
 def test_a_loop_run_once_in_a_while_from_the_training_loop_is_not_the_steps(tmp_path: Path):

@@ -826,8 +826,10 @@ def _reaches(graph: dict[str, set[str]], start: tuple[str, ...], targets: set[st
 
 
 #: What a loop over the model's parameters iterates (``for p in self.params``, ``for w, g in
-#: zip(weights, grads)``, ``for layer in layers``).
-PARAM_ITER = re.compile(r"param|weight|layer|grad|variable|theta")
+#: zip(weights, grads)``, ``for layer in layers``, a dict of arrays named ``model``: Karpathy's
+#: pg-pong, ``for k, v in model.items()``, whose episode loop was no candidate and the whole
+#: run one step).
+PARAM_ITER = re.compile(r"param|weight|layer|grad|variable|theta|^model$")
 
 
 def _updates_of_parameter_loops(sites: list[LoopSite], over_params: set[int]) -> list[LoopSite]:
