@@ -108,6 +108,8 @@ def test_growth_is_measured_after_the_warm_up_with_its_interval() -> None:
     base = {"measured": True, "rss_bytes": recorded, "steps": steps, **own}
     kept = memory.analyse(base)
     assert kept is not None and not kept.grows and kept.growth_per_step == pytest.approx(0)
+    assert kept.recorder_bytes == 9 * steps[-1]
+    assert memory.to_json(kept)["recorder_mb"] == round(9 * steps[-1] / 2**20, 2)
     past = memory.analyse({**base, "recorder_steps_max": 500})  # it stopped recording
     assert past is not None and past.growth_per_step == pytest.approx(9)
 
@@ -462,3 +464,9 @@ def test_the_memory_the_phases_added_and_kept_is_said_apart_from_the_scripts():
     )
     small = {"memory": {**w["memory"], "phases_added_mb": 10.0}}
     assert "profiler's phases" not in focus_view.memory_line(small)
+    # A long run's record of every step's end is said too (8 million steps: 68 MB).
+    long = {"memory": {**m, "first_mb": 95.0, "last_mb": 259.0, "phases_added_mb": None,
+                       "recorder_mb": 68.4}}  # fmt: skip
+    assert "259 MB at the last, 68 MB of it the profiler's record of every step's end" in (
+        focus_view.memory_line(long)
+    )

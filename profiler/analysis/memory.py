@@ -246,6 +246,9 @@ class Memory:
     #: (each span: the first sample after it less the last before it, the rises summed); None:
     #: no span with samples on both sides.
     phases_added_bytes: int | None = None
+    #: What the profiler's own record of the steps' ends holds at the last step (bytes; None:
+    #: not known): part of the rise, not the script's.
+    recorder_bytes: int | None = None
 
     @property
     def grows(self) -> bool:
@@ -400,7 +403,16 @@ def analyse(
         own_peak_bytes=own_bytes,
         own_peak_step=own_step,
         phases_added_bytes=added,
+        recorder_bytes=_recorder_bytes(record, last_step),
     )
+
+
+def _recorder_bytes(record: Mapping[str, Any], last_step: int) -> int | None:
+    """What the profiler's record of every step's end holds at ``last_step`` (bytes)."""
+    own = float(record.get("recorder_bytes_per_step") or 0.0)
+    if not own:
+        return None
+    return int(own * min(last_step, int(record.get("recorder_steps_max") or 0)))
 
 
 def _phases_added(
@@ -612,6 +624,7 @@ def to_json(m: Memory | None) -> dict[str, Any] | None:
         "own_peak_mb": mb(m.own_peak_bytes) if m.own_peak_bytes is not None else None,
         "own_peak_step": m.own_peak_step,
         "phases_added_mb": mb(m.phases_added_bytes) if m.phases_added_bytes is not None else None,
+        "recorder_mb": mb(m.recorder_bytes) if m.recorder_bytes is not None else None,
         "growth_bytes_per_step": r(m.growth_per_step),
         "growth_interval": [r(m.growth_low), r(m.growth_high)]
         if m.growth_low is not None
