@@ -415,3 +415,14 @@ def test_a_session_run_called_through_the_toolkits_wrapper_is_judged_by_its_outs
     assert namespace["wrapper"]().co_name == (
         "test_a_session_run_called_through_the_toolkits_wrapper_is_judged_by_its_outside_caller"
     )
+
+
+def test_the_instrumented_phases_time_is_their_steps_wall_time_counted_once() -> None:
+    from profiler.capture.script.driver import phases_time
+
+    ends = [10 * (i + 1) * 10**9 for i in range(10)]  # ten 10 s steps from 0
+    held = {"timed": (0, 3), "framework": (3, 5), "hooks": (4, 6), "whatif": (8, 12)}
+    seconds, steps = phases_time(0, ends, held)
+    # Steps 3-5 (overlapping spans once) and 8-9 (the span past the last step cut).
+    assert (seconds, steps) == (50.0, 5)
+    assert phases_time(0, ends, {"timed": (0, 10)}) == (0.0, 0)

@@ -64,6 +64,7 @@ from profiler.capture.script.driver import (
     blocks,
     long_steps,
     others_cores,
+    phases_time,
 )
 from profiler.capture.script.facts import functions_eagerly, main_source
 from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule
@@ -620,7 +621,7 @@ class ScriptRun:
             "pipelines": d.facts.pipelines.to_json(),
             "auto_step": self.loops.record() if self.loops is not None else None,
             "keras_calls": {k: v.to_json() for k, v in d.facts.keras_calls.items()},
-            "time": self.time_budget(),
+            "time": self.time_budget(out),
             "memory": self.memory_record(),
             "gc": self.gc.record().to_json() if self.gc is not None else None,
             "blocks": self.step_blocks(out),
@@ -709,12 +710,18 @@ class ScriptRun:
             f"{steps:,} measured)"
         )
 
-    def time_budget(self) -> dict[str, float] | None:
-        """The script's wall time before its first step, from it to its last, and after (s)."""
+    def time_budget(self, out: Outcome | None = None) -> dict[str, float] | None:
+        """The script's wall time before its first step, from it to its last, and after (s);
+        of the steps' span, the time and the steps the instrumented phases held."""
         d = self.driver
         if not (self.start_ns and self.end_ns and d.started and d.last_end_ns):
             return None
+        phases_s, phases_steps = (
+            phases_time(d.first_start_ns, d.ends.values, out.held) if out is not None else (0, 0)
+        )
         return {
+            "phases_s": round(phases_s, 3),
+            "phases_steps": phases_steps,
             "before_s": round(max(d.first_start_ns - self.start_ns, 0) / 1e9, 3),
             "steps_s": round(max(d.last_end_ns - d.first_start_ns, 0) / 1e9, 3),
             "after_s": round(max(self.end_ns - d.last_end_ns, 0) / 1e9, 3),
