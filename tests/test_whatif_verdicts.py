@@ -683,3 +683,20 @@ def test_a_what_if_that_could_not_be_applied_is_not_said_to_be_measured() -> Non
     assert card["whatifs"] == [] and card["not_fixes"] == []
     (said,) = card["not_measured"]
     assert said["text"] == "could not be applied: float32 did not hold through the steps"
+
+
+def test_no_finding_beside_a_measured_fix_is_not_said_as_no_answer() -> None:
+    # A numpy RL script's one BLAS thread, measured 5.1x faster, sat above "no finding fired
+    # on this run's figures".
+    from profiler.reports import text
+
+    row = {"label": "compute (kernels)", "us": 128.0, "share": 0.73, "measured": True}
+    fix = {"title": "BLAS on one thread", "text": "4.40 ms less", "results": "kept",
+           "blocks": "10 pairs"}  # fmt: skip
+    card = {"split": [row], "sentence": "A step.", "findings": [], "overhead_share": 0.27,
+            "whatifs": [fix]}  # fmt: skip
+    said = text.answer({"focus": [card]})
+    assert "no finding fired beyond the measured fixes above." in said
+    assert "no finding fired on this run's figures." in text.answer(
+        {"focus": [{**card, "whatifs": []}]}
+    )
