@@ -242,7 +242,7 @@ def test_functions_run_eagerly_by_the_debugging_switch_are_measured_as_graphs(tm
     # without it; the verdict led with "several steps per tf.function call" (no help) and an
     # XLA what-if compared eager with eager.
     script = write(tmp_path, "switched.py", SWITCHED)
-    only = ("--whatif-only", "functions_graph,function_jit")
+    only = ("--whatif-only", "functions_graph,function_jit,keras_jit")
     w, found, stdout = _whatifs(
         tmp_path, *only, "--phases", "timed,whatif", "--max-steps", "600", str(script)
     )

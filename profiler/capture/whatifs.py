@@ -50,6 +50,9 @@ KERAS_STEPS = "keras_steps"
 KERAS_STEPS_K = (4, 16)
 EAGER_FUNCTION = "eager_function"
 FUNCTIONS_GRAPH = "functions_graph"
+#: Why the what-ifs that rebuild a tf.function do not run while the debugging switch is on
+#: (functions_graph measures the switch itself).
+EAGERLY = "tf.config.run_functions_eagerly(True)"
 
 
 def ids() -> tuple[str, ...]:
@@ -652,7 +655,7 @@ def function_jit(driver: StepDriver) -> Variant | str:
         return "no tf.function step of the script (fit's: keras_jit)"
     if functions_eagerly():
         # The twin would run its Python op by op too: eager against eager, "inconclusive".
-        return f"tf.config.run_functions_eagerly(True): {best.name} runs eagerly, XLA or not"
+        return f"{EAGERLY}: {best.name} runs eagerly, XLA or not"
     fn = best.ref
     if getattr(fn, "_jit_compile", None):
         return f"{best.name} already compiles with XLA (jit_compile=True)"
@@ -733,6 +736,8 @@ def keras_jit(driver: StepDriver) -> Variant | str:
         return "no Keras fit"
     if getattr(model, "jit_compile", False):
         return "the model already compiles with XLA (jit_compile=True)"
+    if functions_eagerly():
+        return f"{EAGERLY}: fit's train function runs eagerly, XLA or not"
     if getattr(model, "train_function", None) is None:
         return "fit's train function is not built"
     missing = _keras_missing(model, ("jit_compile",))
@@ -824,6 +829,8 @@ def keras_steps(driver: StepDriver, k: int) -> Variant | str:
         return "no Keras fit"
     if int(getattr(model, "steps_per_execution", 1) or 1) > 1:
         return f"fit already runs {model.steps_per_execution} batches per call"
+    if functions_eagerly():
+        return f"{EAGERLY}: fit's train function runs its batches eagerly, k a call or one"
     if getattr(model, "train_function", None) is None:
         return "fit's train function is not built"
     missing = _keras_missing(model, ("steps_per_execution",))
