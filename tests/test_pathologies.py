@@ -754,3 +754,27 @@ def test_retraces_outside_the_sampled_steps_are_costed_by_the_first_trace():
     assert f["retrace_fix"].startswith("Give train_step an input_signature with None")
     # Where the sampled steps held the retraces, retracing itself reads their share.
     assert not rule.when({**f, "tracing_pct": 40.0})
+
+
+@pytest.mark.tf
+def test_a_pipeline_gone_makes_room_for_the_trainings_own() -> None:
+    # A FeatureSpace's adapt iterates a dataset per feature and drops it: the four kept were
+    # those, and the training's own pipeline, iterated later, was left out.
+    import gc
+
+    import tensorflow as tf
+
+    from profiler.capture.script.pipeline import MAX_PIPELINES, Pipelines
+
+    pipes = Pipelines()
+    adapt = [tf.data.Dataset.range(10).map(lambda x, k=k: x + k) for k in range(MAX_PIPELINES)]
+    for ds in adapt:
+        pipes.iterated(ds)
+    kept = tf.data.Dataset.range(10).batch(2)
+    pipes.iterated(kept)
+    assert len(pipes.seen) == MAX_PIPELINES and id(kept) not in pipes.seen  # all alive
+    del adapt, ds
+    gc.collect()
+    pipes.iterated(kept)
+    assert id(kept) in pipes.seen and pipes.others == 2
+    assert [s.kind for s in pipes.seen[id(kept)][1].stages][:2] == ["range", "batch"]

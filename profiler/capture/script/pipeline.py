@@ -193,8 +193,14 @@ class Pipelines:
             entry[1].iterations += 1
             return
         if len(self.seen) >= MAX_PIPELINES:
+            # A pipeline gone since (a FeatureSpace's adapt iterates one per feature and drops
+            # it) makes room: the training's own, iterated later, was left out of the four).
+            dead = next((k for k, (r, _p) in self.seen.items() if r() is None), None)
+            if dead is None:
+                self.others += 1
+                return
+            del self.seen[dead]
             self.others += 1
-            return
         try:
             ref = weakref.ref(ds)
         except TypeError:
