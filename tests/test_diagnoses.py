@@ -2004,3 +2004,41 @@ def test_steps_per_execution_advice_says_what_it_does_to_the_scripts_batch_callb
     assert _measured_fix(d, {}, {"batch_callbacks_note": ""}, "").fix == "Run several batches."
     other = Diagnosis("compute_bound", "workload", "s.py", "m", "Less arithmetic.")
     assert _measured_fix(other, {}, {"batch_callbacks_note": note}, "").fix == "Less arithmetic."
+
+
+def test_debugging_and_thread_switches_left_in_a_script_are_named_before_generic_advice() -> None:
+    # TensorFlow's debugger guide's MLP with enable_check_numerics() left on: 27 ms a step, 7
+    # ms without (without the profiler), read "the graph executor's cost per op ... XLA". A
+    # reproducibility recipe's set_intra_op_parallelism_threads(1) on 2 cores: fits 1.4-2.6x
+    # slower, read "compute-bound ... more cores".
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+    from profiler.diagnoses.engine import evaluate
+
+    rules_of = [r for r in performance.RULES
+                if r.id in ("check_numerics", "tf_threads_limited", "compute_bound")]  # fmt: skip
+    base = {"label": "s.py", "name": "s", "step_us": 16_000.0, "overhead_us": 12_000.0,
+            "overhead_pct": 75.0, "compute_us": 4_000.0, "compute_pct": 25.0}  # fmt: skip
+    checked = {**base, "check_numerics": True}
+    (d,) = [d for d in evaluate(rules_of, "workload", [checked]) if d.rule == "check_numerics"]
+    assert "tf.debugging.enable_check_numerics() on" in d.message and d.cost_us == 12_000.0
+    assert "disable_check_numerics" in d.fix
+    assert not [d for d in evaluate(rules_of, "workload", [base]) if d.rule == "check_numerics"]
+
+    f: dict = {"compute_us": 234_000.0}
+    script = {"tf_threads": {"intra": 1, "inter": 1}}
+    trace = SimpleNamespace(data=lambda _name: SimpleNamespace(usable_cpus=2))
+    performance._switch_facts(f, script, trace)
+    assert (f["tf_intra"], f["tf_cores"], f["tf_threads_us"]) == (1, 2, 117_000.0)
+    bound = {**base, **f, "step_us": 252_000.0, "compute_pct": 93.0, "top_kernels": "Conv2D",
+             "compute_fix": "more cores", "arithmetic_share": 1.0}  # fmt: skip
+    rules = {d.rule: d for d in evaluate(rules_of, "workload", [bound])}
+    assert "tf_threads_limited" in rules and "compute_bound" not in rules
+    assert "set_intra_op_parallelism_threads(1)" in rules["tf_threads_limited"].fix
+    # The default pools (0: the cores) or one core: nothing to say.
+    for threads, cores in (({"intra": 0, "inter": 0}, 2), ({"intra": 1, "inter": 1}, 1)):
+        g: dict = {"compute_us": 234_000.0}
+        one = SimpleNamespace(data=lambda _name, c=cores: SimpleNamespace(usable_cpus=c))
+        performance._switch_facts(g, {"tf_threads": threads}, one)
+        assert "tf_intra" not in g

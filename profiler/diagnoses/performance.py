@@ -115,6 +115,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         )
     if f.get("eager_switch"):
         f["eager"] = True
+    _switch_facts(f, script, trace)
     if f["feed_us"] is not None:
         f["feed_pct"] = 100 * f["feed_us"] / step if step else None
     if f["fetch_value_us"] is not None:
@@ -1575,6 +1576,25 @@ ITERATOR_SETUP_FIX = (
 )
 
 
+def _switch_facts(f: dict[str, Any], script: Mapping[str, Any], trace: Any) -> None:
+    """Debugging and reproducibility switches the script left on: ``check_numerics``
+    (tf.debugging.enable_check_numerics: TensorFlow's debugger guide's MLP, 27 ms a step with
+    it, 7 ms without, read "the graph executor's cost per op ... XLA"), and TensorFlow's
+    kernels limited to fewer threads than the cores (``tf_intra``: a reproducibility recipe's
+    set_intra_op_parallelism_threads(1), 1.4-2.6x slower fits without the profiler, read
+    "compute-bound ... more cores")."""
+    f["check_numerics"] = bool(script.get("check_numerics"))
+    threads = script.get("tf_threads") or {}
+    cpu = trace.data("timed") if hasattr(trace, "data") else None
+    cores = int(getattr(cpu, "usable_cpus", 0) or 0)
+    intra = int(threads.get("intra") or 0)
+    if intra and cores > intra and f.get("compute_us"):
+        f["tf_intra"] = intra
+        f["tf_cores"] = cores
+        # At best the kernels spread over the cores: an upper bound of the saving.
+        f["tf_threads_us"] = f["compute_us"] * (1 - intra / cores)
+
+
 #: The script's own Python between session.run calls is said apart from session.run's
 #: machinery from this share of the step.
 SCRIPT_PYTHON_SHARE = 0.1
@@ -1781,7 +1801,8 @@ RULES: tuple[Rule, ...] = (
         subject="workload",
         needs=("label", "step_us", "overhead_pct", "overhead_us", "compute_us"),
         when=lambda f: (
-            _overhead_bound(f)
+            not f.get("check_numerics")
+            and _overhead_bound(f)
             and f.get("flops") is None
             and f["framework"] == "keras"
             # A batch's own machinery, not an epoch's: steps_per_execution helps the former.
@@ -1819,6 +1840,8 @@ RULES: tuple[Rule, ...] = (
             and f["framework"] in ("keras", "tf2")
             and _per_op_bound(f)
             and not f.get("eager_switch")
+            # The ops the debugging switch adds (check_numerics): XLA cannot compile them.
+            and not f.get("check_numerics")
             # Not where the input pipeline's threads take the cores (cpu_competition): the ops
             # then wait for a core between kernels (a Keras LSTM fed by a timeseries dataset's
             # per-window map, a core's worth: cached, 2.8-3x faster without the profiler).
@@ -1863,7 +1886,8 @@ RULES: tuple[Rule, ...] = (
             "function_overhead_note",
         ),
         when=lambda f: (
-            _overhead_bound(f)
+            not f.get("check_numerics")
+            and _overhead_bound(f)
             and f.get("flops") is None
             and f["framework"] == "tf2"
             and f["mode"] == "function"
@@ -1917,11 +1941,43 @@ RULES: tuple[Rule, ...] = (
             # to fit: "compute-bound, 20 ms of a 26 ms step" where the whole step without it
             # took 8.4 ms without the profiler): the input's finding says what to change.
             and not input_rules.shares_cores(f)
+            # Kernels held to fewer threads than the cores: tf_threads_limited's.
+            and not f.get("tf_intra")
+            and not f.get("check_numerics")
         ),
         message="{label} is compute-bound: kernels take {compute_us:,.0f} µs of each "
         "{step_us:,.0f} µs step ({compute_pct:.0f}%); the top kernels are {top_kernels}.",
         fix="{compute_fix}",
         cost="compute_us",
+    ),
+    Rule(
+        id="check_numerics",
+        subject="workload",
+        needs=("label", "step_us", "overhead_us", "overhead_pct"),
+        when=lambda f: bool(f.get("check_numerics")),
+        message="{label} runs with tf.debugging.enable_check_numerics() on: every op's float "
+        "output is checked for NaN and infinity, one more op and a check per op; its cost is "
+        "among the {overhead_us:,.0f} µs ({overhead_pct:.0f}%) of each {step_us:,.0f} µs step "
+        "beside the kernels (not measured apart: the switch cannot be taken off a traced "
+        "function).",
+        fix="Remove tf.debugging.enable_check_numerics() once the NaN it was for is found (a "
+        "debugging switch), or call tf.debugging.disable_check_numerics() before training.",
+        cost="overhead_us",
+    ),
+    Rule(
+        id="tf_threads_limited",
+        subject="workload",
+        needs=("label", "step_us", "compute_us", "tf_intra", "tf_cores", "tf_threads_us"),
+        when=lambda f: f["compute_us"] >= 0.4 * f["step_us"],
+        message="{label} limits TensorFlow's kernels to {tf_intra} thread(s) "
+        "(tf.config.threading.set_intra_op_parallelism_threads({tf_intra})) on this machine's "
+        "{tf_cores} cores: its {compute_us:,.0f} µs of kernels in each {step_us:,.0f} µs step "
+        "run on {tf_intra} core(s).",
+        fix="Let TensorFlow use the cores: remove set_intra_op_parallelism_threads({tf_intra}) "
+        "(and set_inter_op_parallelism_threads), or set it to {tf_cores}; spread over the "
+        "cores, the kernels would take at best {tf_threads_us:,.0f} µs less a step (predicted, "
+        "not measured: the pools are fixed once TensorFlow starts).",
+        cost="tf_threads_us",
     ),
     Rule(
         id="eager_switch",

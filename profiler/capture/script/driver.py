@@ -152,6 +152,9 @@ class Facts:
     step_function_name: str = ""
     #: The tf.data datasets the script's thread iterated (``profiler.capture.script.pipeline``).
     pipelines: Pipelines = field(default_factory=Pipelines)
+    #: Whether ``tf.debugging.enable_check_numerics()`` was on in the script's thread when its
+    #: steps were described (None: not looked at, no TensorFlow).
+    check_numerics: bool | None = None
     feeds_compared: int = 0
     feeds_same: int = 0
     last_feeds: tuple[Any, ...] | None = None

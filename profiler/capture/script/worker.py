@@ -66,7 +66,7 @@ from profiler.capture.script.driver import (
     others_cores,
     phases_time,
 )
-from profiler.capture.script.facts import functions_eagerly, main_source
+from profiler.capture.script.facts import functions_eagerly, main_source, tf_threads
 from profiler.capture.script.schedule import NOT_DETECTED, Outcome, Schedule
 from profiler.capture.script.spec import ScriptSpec
 from profiler.capture.worker import ERROR_FILE, MODEL_FILE, WorkerSpec, progress_writer
@@ -627,6 +627,11 @@ class ScriptRun:
             "blocks": self.step_blocks(out),
             "long_steps": self.long_steps(out),
             "functions_eagerly": functions_eagerly(),
+            # Debugging and reproducibility switches left in the script: every op's output
+            # checked for NaN (tf.debugging.enable_check_numerics), TensorFlow's thread pools
+            # set (set_intra_op_parallelism_threads(1)).
+            "check_numerics": d.facts.check_numerics,
+            "tf_threads": tf_threads(),
             "dtype_policy": _dtype_policy(d.facts.model),
             "cpu_arith": cpu_arith(),
             "fit": {
