@@ -1989,6 +1989,16 @@ def test_several_models_each_fit_once_are_not_a_loop_of_fit_calls() -> None:
         f: dict = {"step_us": 100_000.0}
         _epoch_facts(f, trace, wa)
         assert ("epoch_what" in f) is fired, (models, f)
+    # Fewer validation batches is no fix where it validates on one (the segmentation tutorial's
+    # validation_steps=1).
+    for steps, offered in ((1, False), (None, True), (5, True)):
+        fit = {"calls": 1, "epochs": 3, "steps_per_epoch": 50, "validation": True,
+               "validation_steps": steps}  # fmt: skip
+        trace = SimpleNamespace(script={"fit": fit, "keras_calls": {}}, phase=lambda _n: None)
+        f = {"step_us": 100_000.0}
+        _epoch_facts(f, trace, wa)
+        assert ("validation_steps" in f["epoch_fix"]) is offered, (steps, f["epoch_fix"])
+        assert "validate less often (fit(validation_freq=k))" in f["epoch_fix"]
 
 
 def test_steps_per_execution_advice_says_what_it_does_to_the_scripts_batch_callbacks() -> None:

@@ -908,18 +908,26 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         # First: a validation set's evaluation is most of a boundary wherever it is large
         # (24,000 rows: 1.8 s of a boundary, the arrays' pipeline ~0.1 s of it).
         watchers = [c for c in callbacks if c in VAL_WATCHERS]
+        # Fewer batches only where it validates on more than one (the segmentation
+        # tutorial's validation_steps=1 was told "on fewer batches (validation_steps)").
+        given_steps = int(fit.get("validation_steps") or 0)
+        fewer = given_steps != 1
         if watchers:
             # They read the validation loss each epoch: every k epochs changes what their
             # patience counts.
             fixes.append(
-                "validate on fewer batches (validation_steps), or less often "
-                f"(fit(validation_freq=k)) with {' and '.join(watchers)}'s patience counted "
+                (
+                    "validate on fewer batches (validation_steps), or less often "
+                    if fewer
+                    else "validate less often "
+                )
+                + f"(fit(validation_freq=k)) with {' and '.join(watchers)}'s patience counted "
                 "in validations: they watch the validation loss"
             )
         else:
             fixes.append(
-                "validate less often (fit(validation_freq=k)) or on fewer batches "
-                "(validation_steps)"
+                "validate less often (fit(validation_freq=k))"
+                + (" or on fewer batches (validation_steps)" if fewer else "")
             )
     if histograms and not histograms_first:
         fixes.append(histogram_fix)
