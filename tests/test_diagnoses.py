@@ -2052,3 +2052,21 @@ def test_debugging_and_thread_switches_left_in_a_script_are_named_before_generic
         one = SimpleNamespace(data=lambda _name, c=cores: SimpleNamespace(usable_cpus=c))
         performance._switch_facts(g, {"tf_threads": threads}, one)
         assert "tf_intra" not in g
+
+
+def test_epoch_boundaries_shifted_by_a_what_if_are_still_found() -> None:
+    # A CSV tutorial's fit: after the what-ifs its boundaries fell at 5601, 6401, ... against
+    # 800-batch epochs (a block's count shifted by one), 1.3 s each, and none was counted.
+    from profiler.diagnoses.performance import _long_boundaries
+
+    def script(steps: list[int]) -> dict:
+        rows = [{"step": s, "us": 1_300_000.0, "median_us": 1_000.0, "phase": ""} for s in steps]
+        fit = {"steps_per_epoch": 800, "first_step": 0, "calls": 1, "total_steps": 16_000}
+        return {"fit": fit, "long_steps": {"steps": rows}}
+
+    shifted = _long_boundaries(script([5601, 6401, 7201, 9999]), 1_000_000.0)
+    assert shifted is not None and shifted.boundaries == 3
+    exact = _long_boundaries(script([1600, 2400, 3333]), 1_000_000.0)
+    assert exact is not None and exact.boundaries == 2
+    # One step at an odd place is no boundary.
+    assert _long_boundaries(script([5601]), 1_000_000.0) is None
