@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from profiler.capture.loop import Loop, LoopEnded, LoopInfo, StepWrapper
+from profiler.capture.script import switches
 from profiler.capture.script.pipeline import Pipelines
 from profiler.clock import Clock
 from profiler.model import MetricPoint, WorkDecl, median_ns
@@ -411,6 +412,8 @@ class StepDriver:
         t = self.clock()
         self.started = True
         self.first_start_ns = t
+        # Read on the script's thread (thread-local), once.
+        self.facts.check_numerics = switches.check_numerics()
         if self.done == 0 and self._req is not None:
             self._req.marks[0] = t
 

@@ -41,23 +41,6 @@ def functions_eagerly() -> bool | None:
         return None
 
 
-def check_numerics() -> bool | None:
-    """Whether ``tf.debugging.enable_check_numerics()`` is on in this thread (its callback
-    among the eager context's op callbacks, thread-local); None: no TensorFlow, or a
-    TensorFlow without them."""
-    if "tensorflow" not in sys.modules:
-        return None
-    try:
-        from tensorflow.python.eager import context
-
-        callbacks = context.context().op_callbacks
-    except Exception:  # a TensorFlow without op callbacks
-        return None
-    return any(
-        type(getattr(c, "__self__", None)).__name__ == "CheckNumericsCallback" for c in callbacks
-    )
-
-
 def tf_threads() -> dict[str, int] | None:
     """TensorFlow's intra- and inter-op thread pools as the script set them (0: its default,
     the cores); None: no TensorFlow."""
@@ -76,7 +59,6 @@ def tf_threads() -> dict[str, int] | None:
 def describe(driver: StepDriver) -> tuple[str, LoopInfo, WorkDecl, list[str]]:
     """What the script's steps are: (framework kind, loop info for the phases, work, notes)."""
     f = driver.facts
-    f.check_numerics = check_numerics()
     counts = {name: det.steps for name, det in driver.detectors.items()}
     calls = {name: det.calls for name, det in driver.detectors.items()}
     notes: list[str] = []
