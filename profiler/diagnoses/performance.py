@@ -1987,12 +1987,12 @@ RULES: tuple[Rule, ...] = (
         subject="workload",
         needs=("label", "step_us", "compute_us", "tf_intra", "tf_cores", "tf_threads_us"),
         when=lambda f: f["compute_us"] >= 0.4 * f["step_us"],
-        message="{label} limits TensorFlow's kernels to {tf_intra} thread(s) "
-        "(tf.config.threading.set_intra_op_parallelism_threads({tf_intra})) on this machine's "
-        "{tf_cores} cores: its {compute_us:,.0f} µs of kernels in each {step_us:,.0f} µs step "
-        "run on {tf_intra} core(s).",
+        message="{label} holds TensorFlow's kernels to fewer threads than this machine's "
+        "{tf_cores} cores (tf.config.threading.set_intra_op_parallelism_threads({tf_intra})): "
+        "its {compute_us:,.0f} µs of kernels in each {step_us:,.0f} µs step use {tf_intra} "
+        "of them.",
         fix="Let TensorFlow use the cores: remove set_intra_op_parallelism_threads({tf_intra}) "
-        "(and set_inter_op_parallelism_threads), or set it to {tf_cores}; spread over the "
+        "(and set_inter_op_parallelism_threads), or set it to {tf_cores}. Spread over the "
         "cores, the kernels would take at best {tf_threads_us:,.0f} µs less a step (predicted, "
         "not measured: the pools are fixed once TensorFlow starts).",
         cost="tf_threads_us",
