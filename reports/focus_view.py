@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from profiler.analysis import before_steps
-from profiler.analysis.whatif import verdict_words
+from profiler.analysis.whatif import LOWER_BOUND, verdict_words
 from profiler.diagnoses.performance import WHATIF_FOR
 from profiler.model import CATEGORIES
 from profiler.reports import charts
@@ -1020,7 +1020,9 @@ def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
             + (
                 f"predicted {duration(p)} ({100 * (x.get('predicted_share') or 0):.0f}% of the "
                 f"step: {removes}): "
-                f"{verdict_words(x['verdict'], x.get('measured_saving_us'), p)}"
+                + verdict_words(
+                    x["verdict"], x.get("measured_saving_us"), p, x.get("id") in LOWER_BOUND
+                )
                 if p is not None
                 else "not predicted (what it removes spans the split's categories)"
                 if not x["removes"]

@@ -563,6 +563,9 @@ def test_a_missed_prediction_says_on_which_side() -> None:
 
     assert verdict_words("misses", 4_949.0, 308.0) == "misses: more than predicted"
     assert verdict_words("misses", 100.0, 308.0) == "misses: less than predicted"
+    # A lower bound of its fix (fit's steps_per_execution emulated) falling short is no miss.
+    assert verdict_words("misses", 100.0, 308.0, lower_bound=True).startswith("below the pre")
+    assert verdict_words("misses", 400.0, 308.0, True) == "misses: more than predicted"
     assert verdict_words("holds", 300.0, 308.0) == "holds"
 
 

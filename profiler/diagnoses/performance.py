@@ -2726,7 +2726,12 @@ def measured_sentence(m: Any) -> str:
         )
     pred = (
         f"predicted {m.predicted_us:,.0f} µs: "
-        f"{whatif_analysis.verdict_words(m.verdict, m.measured_us, m.predicted_us)}"
+        + whatif_analysis.verdict_words(
+            m.verdict,
+            m.measured_us,
+            m.predicted_us,
+            getattr(m, "id", "") in whatif_analysis.LOWER_BOUND,
+        )
         if m.predicted_us is not None
         else "not predicted"
     )
