@@ -2027,12 +2027,17 @@ def test_debugging_and_thread_switches_left_in_a_script_are_named_before_generic
     from profiler.diagnoses.engine import evaluate
 
     rules_of = [r for r in performance.RULES
-                if r.id in ("check_numerics", "tf_threads_limited", "compute_bound")]  # fmt: skip
+                if r.id in ("check_numerics", "tf_threads_limited", "compute_bound",
+                            "compute_bound_peak")]  # fmt: skip
     base = {"label": "s.py", "name": "s", "step_us": 16_000.0, "overhead_us": 12_000.0,
             "overhead_pct": 75.0, "compute_us": 4_000.0, "compute_pct": 25.0}  # fmt: skip
-    checked = {**base, "check_numerics": True}
+    checked = {**base, "check_numerics": True, "debug_kernels_us": 900.0}
+    performance._numerics_facts(checked)
     (d,) = [d for d in evaluate(rules_of, "workload", [checked]) if d.rule == "check_numerics"]
-    assert "tf.debugging.enable_check_numerics() on" in d.message and d.cost_us == 12_000.0
+    assert "tf.debugging.enable_check_numerics() on" in d.message and d.cost_us == 12_900.0
+    assert "among the 12,000 µs beside the kernels and 900 µs of kernels of its own, 81%" in (
+        d.message
+    )
     assert "disable_check_numerics" in d.fix
     assert not [d for d in evaluate(rules_of, "workload", [base]) if d.rule == "check_numerics"]
 

@@ -181,6 +181,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
     )
     for family in families:
         guarded(spec.name, family)
+    _numerics_facts(f)
     f["step_function"] = _step_function(trace)
     sweep = ((experiments or {}).get("sweep") or {}).get(spec.name) or {}
     fit = sweep.get("fit")
@@ -1519,6 +1520,8 @@ def _slow_line_record(trace: Any, period: int, excess_ns: float) -> tuple[Any, i
     return (best, steps) if best is not None else None
 
 
+#: The kernels tf.debugging.enable_check_numerics adds to every op.
+DEBUG_KERNELS = re.compile(r"^(CheckNumerics(V2)?|DebugNumericSummary(V2)?|DebugIdentity(V2|V3)?)$")
 #: Kernels that are not the model's arithmetic, as a share of kernel time, above which the
 #: step is not called compute-bound and their purpose is the finding.
 OTHER_PURPOSE_SHARE = 0.4
@@ -1535,6 +1538,9 @@ def _purpose_facts(
     kernels and its advice. ``beside``: a TF1 step's fetches the training does not need, with
     the ops only they need (their kernels are ``purposes.FETCHED``)."""
     total = sum(r[2] for r in rows) or 1.0
+    # The kernels enable_check_numerics adds (check_numerics' own part of the kernel time).
+    debug = sum(r[2] for r in rows if DEBUG_KERNELS.match(r[0])) / total
+    f["debug_kernels_us"] = compute_us * debug
     fetched = {op for b in beside for op in b.ops}
     # Each row's purpose, once.
     classed = [
@@ -1592,6 +1598,23 @@ ITERATOR_SETUP_FIX = (
     "(one fit call for the whole loop, steps_per_epoch=None) make it less often; the "
     "pipeline itself is not the cost"
 )
+
+
+def _numerics_facts(f: dict[str, Any]) -> None:
+    """What enable_check_numerics costs, where it is on: the step's overhead beside the
+    kernels and its own kernels (``debug_kernels_us``: the debugger guide's MLP, 23% of its
+    kernels in DebugNumericSummaryV2, read as "summaries" in a compute-bound step)."""
+    overhead = f.get("overhead_us")
+    if not f.get("check_numerics") or overhead is None or not f.get("step_us"):
+        return
+    debug = float(f.get("debug_kernels_us") or 0.0)
+    f["numerics_us"] = overhead + debug
+    kernels = f" and {debug:,.0f} µs of kernels of its own" if debug >= 1 else ""
+    f["numerics_what"] = (
+        f"its cost is among the {overhead:,.0f} µs beside the kernels{kernels}, "
+        f"{100 * f['numerics_us'] / f['step_us']:.0f}% (its overhead not measured apart: the "
+        "switch cannot be taken off a traced function)"
+    )
 
 
 def _switch_facts(f: dict[str, Any], script: Mapping[str, Any], trace: Any) -> None:
@@ -1936,7 +1959,10 @@ RULES: tuple[Rule, ...] = (
             "step_flops",
         ),
         when=lambda f: (
-            f["compute_pct"] >= 60 and f.get("arithmetic_share", 1.0) >= 1 - OTHER_PURPOSE_SHARE
+            not f.get("check_numerics")
+            and not f.get("tf_intra")
+            and f["compute_pct"] >= 60
+            and f.get("arithmetic_share", 1.0) >= 1 - OTHER_PURPOSE_SHARE
         ),
         message="{label} is compute-bound: kernels take {compute_us:,.0f} µs of each "
         "{step_us:,.0f} µs step ({compute_pct:.0f}%), {step_flops:,} flops at "
@@ -1971,16 +1997,14 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="check_numerics",
         subject="workload",
-        needs=("label", "step_us", "overhead_us", "overhead_pct"),
+        needs=("label", "step_us", "overhead_us", "overhead_pct", "numerics_us", "numerics_what"),
         when=lambda f: bool(f.get("check_numerics")),
         message="{label} runs with tf.debugging.enable_check_numerics() on: every op's float "
-        "output is checked for NaN and infinity, one more op and a check per op; its cost is "
-        "among the {overhead_us:,.0f} µs ({overhead_pct:.0f}%) of each {step_us:,.0f} µs step "
-        "beside the kernels (not measured apart: the switch cannot be taken off a traced "
-        "function).",
+        "output is checked for NaN and infinity, one more op and a check per op; {numerics_what} "
+        "of each {step_us:,.0f} µs step.",
         fix="Remove tf.debugging.enable_check_numerics() once the NaN it was for is found (a "
         "debugging switch), or call tf.debugging.disable_check_numerics() before training.",
-        cost="overhead_us",
+        cost="numerics_us",
     ),
     Rule(
         id="tf_threads_limited",
