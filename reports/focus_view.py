@@ -202,7 +202,7 @@ def _steady(
         # much as the script's: said as not told apart (the imbalanced-data tutorial's four
         # fits of new models read "41.8 s ... (1,380 steps)" with 6.4 s of steady steps, and
         # nothing of the rest).
-        ours = _phases_part(phases, median_us, span_s - steady)
+        ours = _phases_part(phases, median_us, span_s - steady, span_s, n)
         return (
             f"; at the median step they would take {steady:,.1f} s, the other "
             f"{span_s - steady:,.1f} s are slow steps and the time between steps ("
@@ -215,7 +215,7 @@ def _steady(
             )
         )
     rest = max(span_s - steady - first_s, 0.0)
-    ours = _phases_part(phases, median_us, rest)
+    ours = _phases_part(phases, median_us, rest, span_s, n)
     return (
         f"; at the median step they would take {steady:,.1f} s: the first {first_n:,} took "
         f"{first_s:,.1f} s more (tracing, compiling and first calls, paid once), the others "
@@ -235,16 +235,25 @@ PHASES_PART_SHARE = 0.1
 
 
 def _phases_part(
-    phases: tuple[float, int], median_us: float | None, rest_s: float
+    phases: tuple[float, int],
+    median_us: float | None,
+    rest_s: float,
+    span_s: float = 0.0,
+    n: int = 0,
 ) -> tuple[float, str] | None:
     """(seconds, words): what the steps the instrumented phases held (what-if blocks among
-    them) took beyond steps at the median, where it is at least ``PHASES_PART_SHARE`` of
-    ``rest_s``; None otherwise. An autoencoder's XLA what-if blocks (~0.5 s a step) sat "not
-    told apart" in 36.9 s of its 49.3 s span."""
+    them) took beyond steps at the median, less the script's own slow steps at the rate the
+    other steps had them (an evaluation every 20 batches falls in the phases' steps too),
+    where it is at least ``PHASES_PART_SHARE`` of ``rest_s``; None otherwise. An autoencoder's
+    XLA what-if blocks (~0.5 s a step) sat "not told apart" in 36.9 s of its 49.3 s span."""
     seconds, steps = phases
     if not median_us or rest_s <= 0 or not seconds:
         return None
-    excess = min(max(seconds - steps * median_us / 1e6, 0.0), rest_s)
+    median_s = median_us / 1e6
+    others = n - steps
+    # The other steps' own excess a step (0 where none are left to tell it from).
+    own = max((span_s - seconds) - others * median_s, 0.0) / others if others > 0 else 0.0
+    excess = min(max(seconds - steps * (median_s + own), 0.0), rest_s)
     if excess < PHASES_PART_SHARE * rest_s:
         return None
     return excess, (

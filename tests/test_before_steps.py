@@ -218,17 +218,22 @@ def test_a_steps_span_mostly_beyond_steady_steps_is_split_into_the_first_steps_a
     ) in focus_view._budget({**script, "wall_s": 30.0}, None, 115_304.0, few)
     # The instrumented phases' steps told apart where they hold a tenth of it or more (an
     # autoencoder's XLA what-if blocks, ~0.5 s a step, sat in "not told apart").
-    timed = {**script["time"], "phases_s": 9.0, "phases_steps": 30}
+    # Less the script's own slow steps at the rate the other steps had them: 30 steps in 20 s,
+    # the other 18 in 5.5 s (0.19 s a step beyond the median).
+    timed = {**script["time"], "phases_s": 20.0, "phases_steps": 30}
     line = focus_view._budget({**script, "wall_s": 30.0, "time": timed}, None, 115_304.0, few)
     assert (
         "the other 20.0 s are slow steps and the time between steps (the profiler's phases "
-        "5.5 s, their 30 steps' time beyond steps at the median (the what-ifs' blocks and the "
+        "10.8 s, their 30 steps' time beyond steps at the median (the what-ifs' blocks and the "
         "instruments); the rest: epoch ends, validations, the script's other calls and later "
         "traces, not told apart))"
     ) in line, line
-    light = {**timed, "phases_s": 4.0}  # 0.5 s beyond steps at the median: not said
+    # Their steps as slow as the others (an evaluation every 20 batches in and out of them):
+    # nothing of the profiler's to tell apart.
+    light = {**timed, "phases_s": 4.0}
     line = focus_view._budget({**script, "wall_s": 30.0, "time": light}, None, 115_304.0, few)
-    assert "the profiler's phases 0" not in line and "the profiler's own phases, not told" in line
+    assert "the profiler's phases" not in line.replace("the profiler's own phases", "")
+    assert "the profiler's own phases, not told apart" in line
     # Steady steps most of the span, and the steps most of the run: no line.
     steady = {**script, "wall_s": 8.0, "time": {"before_s": 0.8, "steps_s": 7.0, "after_s": 0.2}}
     small = {**one_off, "warmup_excess_ms": 300.0}
