@@ -256,6 +256,26 @@ def test_functions_run_eagerly_by_the_debugging_switch_are_measured_as_graphs(tm
     not_run = dict(phase(w, "whatif")["data"]["not_run"])
     assert "run_functions_eagerly(True)" in not_run["function_jit"], not_run
     assert "tf.config.run_functions_eagerly(True) taken out" in stdout
+    # A function written for eager debugging that cannot trace (a .numpy() inside): the what-if
+    # fails, its call runs eagerly as written, and the script runs to its end.
+    other = tmp_path / "numpy_inside"
+    other.mkdir()
+    script = write(
+        other,
+        "switched.py",
+        "seen = []\n"
+        + SWITCHED.replace(
+            "    return loss\n",
+            "    seen.append(loss.numpy())\n    return loss\n",
+            1,
+        ),
+    )
+    w, found, stdout = _whatifs(
+        other, "--whatif-only", "functions_graph", "--phases", "timed,whatif",
+        "--max-steps", "600", str(script),
+    )  # fmt: skip
+    assert found["functions_graph"]["status"] == "failed", found
+    assert w["status"] == "ok" and w["script"]["functions_eagerly"] is True
 
 
 CHECKED = """
