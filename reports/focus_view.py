@@ -647,6 +647,7 @@ def _mean_gain(best: Mapping[str, Any], w: Mapping[str, Any]) -> float | None:
     median, mean = st.get("median_us"), dist.get("mean_us")
     if not base or best.get("block_mean") or not (mean and median and mean > 1.2 * median):
         return None
+    # The saving at the timed window's speed (the blocks ran at their own).
     saving = float(best.get("measured_saving_us") or 0.0) * median / base
     return mean / (mean - saving) if saving < mean else None
 
@@ -668,17 +669,13 @@ def _speed(best: Mapping[str, Any], w: Mapping[str, Any]) -> str:
         # are in it (a GAN read "2.6x faster on the median step (1.7x on the mean step ...
         # if its slow steps stay as they are)" where the fix removes those slow steps).
         return text
-    st, dist = w.get("step_time") or {}, w.get("distribution") or {}
-    median, mean = st.get("median_us"), dist.get("mean_us")
-    if not (mean and median and mean > 1.2 * median and dist.get("outliers")):
-        return text
-    # The saving at the timed window's speed (the blocks ran at their own).
-    saving = float(best["measured_saving_us"]) * median / base
-    if saving >= mean:
+    dist = w.get("distribution") or {}
+    gain = _mean_gain(best, w) if dist.get("outliers") else None
+    if gain is None:
         return text
     return (
-        f"{text} on the median step ({mean / (mean - saving):.1f}× on the mean step, "
-        f"{duration(mean)}, if its slow steps stay as they are)"
+        f"{text} on the median step ({gain:.1f}× on the mean step, "
+        f"{duration(dist['mean_us'])}, if its slow steps stay as they are)"
     )
 
 

@@ -212,27 +212,10 @@ def test_an_eager_step_in_tf_function_runs_only_with_whatif_all(tmp_path: Path):
     assert x["measured_saving_us"] > 0 and x["variant_us"] < x["baseline_us"]
 
 
-SWITCHED = """
-import tensorflow as tf
-
-tf.config.run_functions_eagerly(True)  # a debugging switch, left on
-w = tf.Variable(tf.zeros((16, 1)))
-x = tf.random.normal((64, 16))
-opt = tf.keras.optimizers.SGD(0.01)
-
-
-@tf.function
-def train_step(x):
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((x @ w - 1.0) ** 2)
-    opt.apply_gradients([(tape.gradient(loss, w), w)])
-    return loss
-
-
-for step in range(1500):
-    loss = train_step(x)
-print(float(loss))
-"""
+# The same loop, its step a tf.function, with a debugging switch left on.
+SWITCHED = EAGER.replace(
+    "w = tf.Variable", "tf.config.run_functions_eagerly(True)  # left on\nw = tf.Variable", 1
+).replace("\n\ndef train_step", "\n\n@tf.function\ndef train_step", 1)
 
 
 @pytest.mark.tf
