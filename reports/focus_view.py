@@ -634,6 +634,13 @@ def _unmeasured(card: Mapping[str, Any]) -> str:
 
 #: Slow steps holding this share of the time or more: the verdict's split is of a typical step.
 SLOW_HOLD = 0.5
+#: Findings that name what the slow steps run, by what the verdict calls it: where one holds
+#: SLOW_HOLD of the mean step or more, the verdict leads with it, not the typical step's split
+#: (a tabular fit: "dispatch is 48% of a typical step" where the epochs' boundaries were 94%).
+SLOW_CAUSES = {
+    "per_epoch_cost": "the work at each epoch's boundary",
+    "periodic_slow_steps": "the work of the periodic slow steps",
+}
 #: A measured fix is named beside a leading finding only where it makes the mean step at
 #: least this much faster.
 MEAN_GAIN_MIN = 1.1
@@ -721,6 +728,9 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
                 f"step{'s' if n != 1 else ''} over {dist.get('outlier_factor', 3):g}× the median "
                 f"hold {100 * float(dist['outlier_share']):.0f}% of the time)"
             )
+            cause = _slow_cause(card, float(dist.get("mean_us") or 0.0))
+            if cause:
+                head = f"Verdict: {cause} (a typical step: {top['label']} {_pct(top)})"
         if sleep is not None and f"booked as {top['label']}." in str(sleep.get("message")):
             # Without native frames a sleep is its line's Python (a TensorFlow script).
             head += ", most of it asleep in time.sleep"
@@ -795,6 +805,16 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
             f" at {100 * flops / compute['us'] / 1e3 / gpeak:.0f}% of this machine's measured peak"
         )
     return f"{head}; no fix found: compute is {_pct(compute)} of the step{peak}."
+
+
+def _slow_cause(card: Mapping[str, Any], mean_us: float) -> str:
+    """'<what> is N% of the loop's time' for the finding of SLOW_CAUSES holding SLOW_HOLD of
+    the mean step or more, else ''."""
+    for f in card["findings"]:
+        what, cost = SLOW_CAUSES.get(str(f.get("rule") or "")), f.get("cost_us")
+        if what and cost and mean_us > 0 and cost >= SLOW_HOLD * mean_us:
+            return f"{what} is {100 * min(cost / mean_us, 1.0):.0f}% of the loop's time"
+    return ""
 
 
 def _larger_fix(

@@ -426,3 +426,33 @@ def test_the_instrumented_phases_time_is_their_steps_wall_time_counted_once() ->
     # Steps 3-5 (overlapping spans once) and 8-9 (the span past the last step cut).
     assert (seconds, steps) == (50.0, 5)
     assert phases_time(0, ends, {"timed": (0, 10)}) == (0.0, 0)
+
+
+def test_a_functions_last_arguments_are_kept_unless_one_is_an_iterator() -> None:
+    """The what-ifs trace with the last call's arguments; an iterator among them is not kept
+    (fit's validation iterator, held until the next validation, slowed it 2-4.5 s)."""
+    from profiler.capture.script import detect
+
+    class Function:
+        """Stands in for a tf.function: the detector also reads its tracing counter."""
+
+        python_function = staticmethod(lambda *a: None)
+
+        def experimental_get_tracing_count(self) -> int:
+            return 1
+
+    d = StepDriver(FakeClock(tick_ns=10))
+    d.started = True
+    d._arm(None)  # free-running: boundaries counted, nothing handed off
+    call = detect.wrap_function_call(lambda self, *a, **k: None, d)
+    fn = Function()
+    call(fn, 1.0, [2, 3])
+    assert d.facts.functions[id(fn)].last_call == ((1.0, [2, 3]), {})
+    call(fn, iter([1, 2]))
+    assert d.facts.functions[id(fn)].last_call is None
+    call(fn, [iter(()), 1], scale=2)
+    assert d.facts.functions[id(fn)].last_call is None
+    call(fn, 4, it=(x for x in ()))
+    assert d.facts.functions[id(fn)].last_call is None
+    call(fn, 5, scale=2)
+    assert d.facts.functions[id(fn)].last_call == ((5,), {"scale": 2})

@@ -204,6 +204,19 @@ def test_a_finding_holding_far_more_than_the_measured_fix_leads_the_verdict() ->
     ), text
     assert text.endswith("Cache after map(rotate) (up to 300.00 ms a step)."), text
     assert "spe=4" not in text
+    # The slow steps' own finding holding most of the mean step opens the answer (the
+    # regression tutorial: "dispatch is 48% of a typical step" where the epochs' boundaries
+    # held 95% of the time).
+    epochs = {"rule": "per_epoch_cost", "fix": "Fewer epochs. More.", "cost_us": 53_000.0,
+              "message": "every epoch's first batch"}  # fmt: skip
+    both = {**card, "findings": [epochs, *card["findings"]]}
+    assert focus_view._verdict(both, slow).startswith(
+        "Verdict: the work at each epoch's boundary is 95% of the loop's time (a typical "
+        "step: feed/fetch 78%); the top fix"
+    )
+    # Under half of it: the typical step's wording.
+    both["findings"][0] = {**epochs, "cost_us": 20_000.0}
+    assert "of a typical step (5 slow steps" in focus_view._verdict(both, slow)
     # The rule that opens the answer is the finding's, as without the what-if (a noise run's
     # busy side measured XLA and was called another verdict than the quiet side).
     assert focus_view.verdict_rule(card, {"whatif": [xla]}) == "input_bound"

@@ -360,6 +360,10 @@ class LoopSite:
     #: Its own body records gradients on a ``tf.GradientTape`` (a ``with`` of it, or a
     #: ``.gradient(`` call): the forward pass and the gradients are the body's own.
     tape: bool = False
+    #: Metric objects its body uses that the loop around it makes anew at each of its
+    #: iterations (``epoch_accuracy = tf.keras.metrics.SparseCategoricalAccuracy()`` in the
+    #: epoch loop, TF's custom training walkthrough): (the names, that loop's line).
+    fresh_metrics: tuple[tuple[str, ...], int] = ((), 0)
 
 
 #: Names (identifiers, attributes, keywords; lower-cased) that mark a loop as training: anywhere
@@ -395,6 +399,34 @@ def _direct(loop: ast.For | ast.AsyncFor | ast.While) -> list[ast.AST]:
         out.append(node)
         todo.extend(ast.iter_child_nodes(node))
     return out
+
+
+def _metrics_made(loop: ast.For | ast.AsyncFor | ast.While) -> tuple[frozenset[str], int]:
+    """The names a loop's own body assigns a new Keras metric to (``x = ...metrics.Mean()``),
+    and its line."""
+    names = {
+        t.id
+        for n in _direct(loop)
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Attribute)
+        and isinstance(n.value.func.value, ast.Attribute)
+        and n.value.func.value.attr == "metrics"
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    return frozenset(names), loop.lineno
+
+
+def _fresh(
+    loop: ast.For | ast.AsyncFor | ast.While, made: tuple[frozenset[str], int]
+) -> tuple[tuple[str, ...], int]:
+    """The names of ``made`` (an enclosing loop's new metrics) this loop's body uses."""
+    names, line = made
+    if not names:
+        return (), 0
+    used = sorted({n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and n.id in names})
+    return (tuple(used), line) if used else ((), 0)
 
 
 def carried(loop: ast.For | ast.AsyncFor | ast.While) -> tuple[str, ...]:
@@ -719,6 +751,7 @@ def mark_loops(src: Source) -> list[LoopSite]:
         function: str,
         aliases: dict[str, str] | None = None,
         periodic: bool = False,
+        made: tuple[frozenset[str], int] = (frozenset(), 0),
     ) -> None:
         i = 0
         while i < len(stmts):
@@ -750,6 +783,7 @@ def mark_loops(src: Source) -> list[LoopSite]:
                         carried(stmt),
                         periodic,
                         tape=_tape(stmt),
+                        fresh_metrics=_fresh(stmt, made),
                     )
                 )
                 if isinstance(stmt, ast.For) and any(
@@ -757,7 +791,7 @@ def mark_loops(src: Source) -> list[LoopSite]:
                 ):
                     over_params.add(k)
                 for inner in _statement_lists(stmt):
-                    mark(inner, depth + 1, function, aliases, periodic)
+                    mark(inner, depth + 1, function, aliases, periodic, _metrics_made(stmt))
                 stmt.body.insert(0, _guarded(_loop_call(LOOP_MARK, k, stmt), k, stmt))
                 if _returns_from(stmt):
                     # A loop its function returns from (a softmax layer's backprop returning
@@ -776,8 +810,9 @@ def mark_loops(src: Source) -> list[LoopSite]:
                 stmts.insert(i + 1, _loop_call(LOOP_END, k, stmt))
                 i += 2
                 continue
+            inner_made = made if inner_function == function else (frozenset(), 0)
             for inner in _statement_lists(stmt):
-                mark(inner, inner_depth, inner_function, inner_aliases, inner_periodic)
+                mark(inner, inner_depth, inner_function, inner_aliases, inner_periodic, inner_made)
             i += 1
 
     graph = _call_graph(src.tree, defined)
