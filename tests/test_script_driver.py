@@ -279,6 +279,27 @@ def test_plan_fits_into_max_steps(tmp_path: Path) -> None:
     assert slots["sampled"].window > slots["timed"].window > slots["lines"].window
 
 
+def test_a_plan_of_few_slow_steps_shrinks_the_windows_to_what_each_phase_needs(
+    tmp_path: Path,
+) -> None:
+    # The segmentation tutorial: 18 steps of 0.8 s, 12 after the warm-up; the sampled window
+    # kept its floor of 10 steps and, with its re-warm, all 12, run after run.
+    from profiler.capture.script.schedule import SCRIPT_FLOORS, need_steps
+
+    step_ns = 800_000_000
+    phases = _phases()
+    tight = {p.name: min(SCRIPT_FLOORS.get(p.name, 10), need_steps(p, step_ns, {})) for p in phases}
+    assert tight["sampled"] == 3 and tight["framework"] == 3
+    ctx = _ctx(tmp_path, "tf2", step_ns)
+    slots = schedule.plan(phases, ctx, available=12, floors=SCRIPT_FLOORS, rewarm_s=0.15)
+    assert slots["sampled"].window == 10  # the floor, without the tight ones
+    slots = schedule.plan(
+        _phases(), ctx, available=12, floors=SCRIPT_FLOORS, rewarm_s=0.15, tight_floors=tight
+    )
+    assert slots["sampled"].window == 3 and slots["framework"].window == 3
+    assert slots["sampled"].window + slots["sampled"].rewarm + slots["framework"].window <= 12
+
+
 def test_numpy_scripts_plan_no_framework_phases(tmp_path: Path) -> None:
     slots = schedule.plan(
         _phases(), _ctx(tmp_path, "numpy", 10_000), timed_steps=300, available=None

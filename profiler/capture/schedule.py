@@ -260,6 +260,7 @@ def plan(
     extra_s: float | None = None,
     targets: Mapping[str, float] | None = None,
     rewarm_s: float | None = None,
+    tight_floors: Mapping[str, int] | None = None,
 ) -> dict[str, Slot]:
     """Each applicable phase's window, re-warm and extra steps, fitted into ``available``.
 
@@ -270,6 +271,8 @@ def plan(
     A script's plan replaces, per phase name, the budgets' smallest windows (``floors``) and
     target times (``targets``), caps the extra steps (``extra_s``) and the re-warm steps
     (``rewarm_s``, at least 2) in seconds: its steps may be slow, and its total unknown.
+    Where the plan does not fit, windows shrink down to ``tight_floors`` where given (the
+    fewest steps that measure each phase right at this step time), else to ``floors``.
     Sets each phase's budget to its slot.
     """
     slots: dict[str, Slot] = {}
@@ -311,6 +314,8 @@ def plan(
         factor = max(available - fixed, 0) / wanted
         for name, slot in slots.items():
             floor = min(floors.get(name, by_name[name].min_window), by_name[name].min_window)
+            if tight_floors and name in tight_floors:
+                floor = min(floor, tight_floors[name])
             slot.window = max(floor, int(slot.window * factor))
     for phase in phases:
         chosen = slots.get(phase.name)
