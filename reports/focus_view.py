@@ -634,6 +634,8 @@ def _unmeasured(card: Mapping[str, Any]) -> str:
 
 #: Slow steps holding this share of the time or more: the verdict's split is of a typical step.
 SLOW_HOLD = 0.5
+#: The finding of a later fit of another model, slower than the fits the phases measured.
+LATER_FIT = "later_fit_slower"
 #: Findings that name what the slow steps run, by what the verdict calls it: where one holds
 #: SLOW_HOLD of the mean step or more, the verdict leads with it, not the typical step's split
 #: (a tabular fit: "dispatch is 48% of a typical step" where the epochs' boundaries were 94%).
@@ -731,6 +733,10 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
             cause = _slow_cause(card, float(dist.get("mean_us") or 0.0))
             if cause:
                 head = f"Verdict: {cause} (a typical step: {top['label']} {_pct(top)})"
+        if any(f.get("rule") == LATER_FIT for f in card["findings"]):
+            # The phases measured the first models' steps (the overfitting tutorial's tiny
+            # model: "dispatch 45%", where its large one, 60-72% of the time, is kernels).
+            head += ", in the earlier fits' steps (a later model's fit, slower, is below)"
         if sleep is not None and f"booked as {top['label']}." in str(sleep.get("message")):
             # Without native frames a sleep is its line's Python (a TensorFlow script).
             head += ", most of it asleep in time.sleep"

@@ -877,7 +877,10 @@ def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth()
     from profiler.diagnoses import performance
 
     def found(
-        medians: list[float], cpu: list[float], others: list[float] | None = None
+        medians: list[float],
+        cpu: list[float],
+        others: list[float] | None = None,
+        fit: dict | None = None,
     ) -> tuple[dict, set[str]]:
         rows = [
             {
@@ -894,7 +897,8 @@ def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth()
         rows.insert(0, {"from_step": 0, "to_step": 259, "median_us": 69.0, "instrumented": True})
         timed = SimpleNamespace(window=Window("timed", (Segment(20, (0,) * 41),)))
         trace = SimpleNamespace(
-            script={"blocks": rows}, phase=lambda name: timed if name == "timed" else None
+            script={"blocks": rows, "fit": fit or {}},
+            phase=lambda name: timed if name == "timed" else None,
         )
         f: dict = {"label": "dqn.py", "step_us": 69.0, "name": "dqn.py"}
         performance._trend_facts(f, trace, SimpleNamespace(drift=None))
@@ -922,6 +926,25 @@ def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth()
     assert "steps_change_level" not in rules and g.get("shift_load"), rules
     # A load that did not change with the steps leaves the finding.
     _, rules = found(medians, cpu, [0.6, 0.7, 0.5, 0.6, 0.8, 0.6, 0.7])
+    assert rules == {"steps_change_level"}, rules
+    # Where another model's fit began there (the overfitting tutorial fits four models in a
+    # row; the last, 60-72% of the time, read as "the loop does more work a step"): that fit.
+    fits = {
+        "models": 2,
+        "calls": 2,
+        "call_steps": [0, 1560],
+        "call_ms": [2000.0, 18000.0],
+        "call_models": ["tiny", "large"],
+    }
+    f, rules = found(medians, cpu, fit=fits)
+    assert rules == {"later_fit_slower"}, rules
+    assert (
+        "from step 1,560 the script fits another model (its fit call 2 of 2 (model 'large'), "
+        "from step 1,560: the calls took 2.0 s, 18.0 s, 90% of them from that call on)"
+    ) in f["text"]
+    assert "python -m profiler run dqn.py --warmup 1570" in f["text"]
+    # One model fit again (a loop of fit calls on the same model): the change of work.
+    _, rules = found(medians, cpu, fit={**fits, "models": 1})
     assert rules == {"steps_change_level"}, rules
     # A steady growth is no jump: its halves rise as much as they are apart.
     grow = [300.0 * 1.15**i for i in range(7)]

@@ -217,6 +217,11 @@ def test_a_finding_holding_far_more_than_the_measured_fix_leads_the_verdict() ->
     # Under half of it: the typical step's wording.
     both["findings"][0] = {**epochs, "cost_us": 20_000.0}
     assert "of a typical step (5 slow steps" in focus_view._verdict(both, slow)
+    # A later model's fit, slower than those measured: the split is the earlier fits'.
+    both["findings"].append({"rule": "later_fit_slower", "fix": "Measure it.", "message": "m"})
+    assert "the time), in the earlier fits' steps (a later model's fit, slower, is below); the" in (
+        focus_view._verdict(both, slow)
+    )
     # The rule that opens the answer is the finding's, as without the what-if (a noise run's
     # busy side measured XLA and was called another verdict than the quiet side).
     assert focus_view.verdict_rule(card, {"whatif": [xla]}) == "input_bound"

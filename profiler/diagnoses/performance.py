@@ -602,6 +602,33 @@ def _shift_facts(
             f"; the timed window's steps (iterations {first + watched:,}–{last + watched:,}), "
             f"which the split above describes, ran {where} it"
         )
+        if where == "before":
+            _shift_fit(f, (trace.script or {}).get("fit") or {}, free, shift.at)
+
+
+def _shift_fit(
+    f: dict[str, Any], fit: Mapping[str, Any], free: list[dict[str, Any]], at: int
+) -> None:
+    """Where the later level began with a fit of another model (the overfitting tutorial fits
+    four models in a row, 1.9-3.2 s each and the last 12 s without the profiler; from the
+    last's first step, "the loop does more work a step ... a replay memory"): which fit, and
+    the calls' times."""
+    if int(fit.get("models") or 1) < 2:
+        return
+    starts = [int(x) for x in fit.get("call_steps") or ()]
+    took = [float(x) for x in fit.get("call_ms") or ()]
+    low, high = int(free[at - 1]["from_step"]), int(free[at]["to_step"])
+    hit = next((i for i, s0 in enumerate(starts) if i and low <= s0 <= high), None)
+    if hit is None or len(took) != len(starts) or not sum(took):
+        return
+    names = [str(n) for n in fit.get("call_models") or ()]
+    name = f" (model {names[hit]!r})" if hit < len(names) and names[hit] else ""
+    f["shift_fit"] = (
+        f"its fit call {hit + 1} of {len(starts)}{name}, from step {starts[hit]:,}: the calls "
+        f"took {', '.join(f'{ms / 1e3:.1f} s' for ms in took)}, "
+        f"{100 * sum(took[hit:]) / sum(took):.0f}% of them from that call on"
+    )
+    f["shift_warmup"] = starts[hit] + 10
 
 
 def _validations(
@@ -2424,7 +2451,7 @@ RULES: tuple[Rule, ...] = (
             "shift_timed_words",
             "trend_where",
         ),
-        when=lambda f: True,
+        when=lambda f: f.get("shift_fit") is None,
         message="{label}: {shift_where}, steps take {shift_after_us:,.0f} µs, "
         "{shift_ratio:.1f}× the {shift_before_us:,.0f} µs before, and stay there (the "
         "medians of blocks of steps {trend_where}): the loop does more work a step from then "
@@ -2432,6 +2459,27 @@ RULES: tuple[Rule, ...] = (
         fix="Nothing to bound: look at what the loop starts doing at iteration {shift_step:,} "
         "(training that begins once a replay memory fills, a schedule, longer sequences or "
         "larger batches){shift_timed_words}.",
+        cost="",
+    ),
+    Rule(
+        id="later_fit_slower",
+        subject="workload",
+        needs=(
+            "label",
+            "shift_fit",
+            "shift_step",
+            "shift_before_us",
+            "shift_after_us",
+            "shift_ratio",
+            "shift_timed_words",
+            "shift_warmup",
+        ),
+        when=lambda f: True,
+        message="{label}: from step {shift_step:,} the script fits another model ({shift_fit}); "
+        "its steps take {shift_after_us:,.0f} µs, {shift_ratio:.1f}× the {shift_before_us:,.0f} "
+        "µs of the fits before{shift_timed_words}.",
+        fix="Measure that fit's steps: python -m profiler run {label} --warmup {shift_warmup} "
+        "(the phases then run after the earlier fits' steps).",
         cost="",
     ),
     Rule(
