@@ -1410,6 +1410,12 @@ def test_a_compute_bound_step_is_told_the_precision_this_cpu_computes_natively()
     assert "mixed precision is unlikely to help here" in none and "mixed_bfloat16" not in none
     # A script already under a mixed policy keeps its own advice.
     assert _compute_fix("mixed_float16", ["avx512_bf16"]) == _compute_fix("mixed_float16")
+    # A TF1 session's graph has no Keras policy and no jit_compile (a convnet built from
+    # tf.nn ops was told of both): its own ways.
+    tf1 = _compute_fix(None, ["avx512_bf16"], tf1=True)
+    assert "Keras" not in tf1 and "jit_compile" not in tf1
+    assert "the graph's weights, inputs and ops in tf.bfloat16" in tf1
+    assert "TF_XLA_FLAGS='--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit'" in tf1
 
 
 def test_xla_measured_slower_leaves_a_compute_bound_fix() -> None:

@@ -92,7 +92,9 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         "units_per_step": k,
     }
     script = trace.script or {}
-    f["compute_fix"] = _compute_fix(script.get("dtype_policy"), script.get("cpu_arith"))
+    f["compute_fix"] = _compute_fix(
+        script.get("dtype_policy"), script.get("cpu_arith"), framework == "tf1"
+    )
     fit_call = script.get("fit") or {}
     hooked = fit_call.get("batch_callbacks") or []
     f["batch_callbacks_note"] = (
@@ -1242,9 +1244,20 @@ COMPUTE_FIX = (
 
 #: The part of a compute-bound fix that names XLA (taken out where XLA measured slower).
 XLA_CLAUSE = "; XLA with jit_compile=True: time it, as on a CPU it can be slower"
+#: Its words for a TF1 session's graph, which has no jit_compile and no Keras policy (a
+#: TF1 convnet built from tf.nn ops was told of both).
+XLA_CLAUSE_TF1 = (
+    "; XLA auto-clustering of the session's graph (on a CPU, the environment variable "
+    "TF_XLA_FLAGS='--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit' set before TensorFlow is "
+    "imported): time it, as on a CPU it can be slower"
+)
+BF16_TF1 = (
+    "the graph's weights, inputs and ops in tf.bfloat16 (tf.cast where the graph is built, the "
+    "loss in float32)"
+)
 
 
-def _compute_fix(policy: str | None, arith: list[str] | None = None) -> str:
+def _compute_fix(policy: str | None, arith: list[str] | None = None, tf1: bool = False) -> str:
     """``COMPUTE_FIX``, or for a script whose Keras dtype policy is a mixed one, what to
     measure against it (the mixed-precision guide's Dense(4096) model under mixed_float16 ran
     1.2-1.3x slower than float32 on this CPU, mixed_bfloat16 2x faster, measured without the
@@ -1257,7 +1270,12 @@ def _compute_fix(policy: str | None, arith: list[str] | None = None) -> str:
     if (not policy or not policy.startswith("mixed_")) and arith is not None:
         bf16 = [a for a in arith if "bf16" in a]
         fp16 = [a for a in arith if "fp16" in a]
-        if bf16:
+        if bf16 and tf1:
+            precision = (
+                f"bfloat16 arithmetic, which this CPU does natively ({', '.join(bf16)}): "
+                + BF16_TF1
+            )
+        elif bf16:
             precision = (
                 "bfloat16 arithmetic, which this CPU does natively "
                 f"({', '.join(bf16)}): Keras's mixed_bfloat16 policy "
@@ -1274,7 +1292,7 @@ def _compute_fix(policy: str | None, arith: list[str] | None = None) -> str:
         elif fp16:
             precision = (
                 f"float16 arithmetic, which this CPU does natively ({', '.join(fp16)}): "
-                "Keras's mixed_float16 policy"
+                + ("the graph's ops in tf.float16" if tf1 else "Keras's mixed_float16 policy")
             )
         else:
             precision = ""
@@ -1282,7 +1300,7 @@ def _compute_fix(policy: str | None, arith: list[str] | None = None) -> str:
             "There is little overhead to remove: a faster step needs less arithmetic (a smaller "
             "model or input, fewer or smaller batches) or faster kernels (more cores"
             + (f"; {precision}" if precision else "")
-            + XLA_CLAUSE
+            + (XLA_CLAUSE_TF1 if tf1 else XLA_CLAUSE)
             + ")"
             + (
                 ""
@@ -2668,7 +2686,7 @@ def _measured_fix(
     if any(m.id in XLA_WHATIFS and m.verdict == "slower" for m in ms):
         # XLA measured slower on this loop is no longer among the things to time (the style
         # transfer tutorial's fix still said "XLA ... try it" after "measured: slower").
-        d = dataclasses.replace(d, fix=d.fix.replace(XLA_CLAUSE, ""))
+        d = dataclasses.replace(d, fix=d.fix.replace(XLA_CLAUSE, "").replace(XLA_CLAUSE_TF1, ""))
     for m in ms:
         d = dataclasses.replace(d, fix=f"{d.fix} {measured_sentence(m)}")
     return d
