@@ -536,6 +536,9 @@ def test_the_eager_fix_names_the_loop_body_when_the_loop_itself_updates_the_mode
     text = _step_function(SimpleNamespace(script={"auto_step": fresh}))
     assert "the metrics it updates (acc, loss_avg) made once, before the loop at line 35" in text
     assert "metrics it updates" not in _step_function(SimpleNamespace(script={"auto_step": body}))
+    again = {**body, "second_forward": [44, "model"]}
+    text = _step_function(SimpleNamespace(script={"auto_step": again}))
+    assert "; line 44 runs model on the batch a second time, beside the forward pass" in text
     only = {"chosen_line": 40, "calls": ["train_step"], "updates": False}
     text = _step_function(SimpleNamespace(script={"auto_step": only}))
     assert text == "train_step (called by the loop at line 40)"

@@ -331,3 +331,32 @@ def test_metrics_made_anew_by_the_loop_around_the_step_are_named_with_that_loops
         """
     )
     assert all(s.fresh_metrics == ((), 0) for s in made_once.values())
+
+
+def test_the_model_run_again_on_the_batch_beside_the_step_is_found() -> None:
+    # TF's custom training walkthrough: grad(model, x, y) runs the forward pass, then the
+    # accuracy metric runs model(x) again (17% of the eager step, without the profiler).
+    sites = _sites(
+        """
+        def grad(model, inputs, targets):
+            return model(inputs)
+
+        for x, y in ds:
+            loss_value, grads = grad(model, x, y)
+            acc.update_state(y, model(x, training=True))
+            print(model(x_test))
+        """
+    )
+    assert sites[5].second_forward == (7, "model")
+    # On other data (a test set) it is an evaluation, not the batch again.
+    other = _sites(
+        """
+        def grad(model, inputs, targets):
+            return model(inputs)
+
+        for x, y in ds:
+            loss_value, grads = grad(model, x, y)
+            print(model(x_test))
+        """
+    )
+    assert other[5].second_forward == (0, "")

@@ -1430,6 +1430,8 @@ class LoopMarks:
             # Metrics its body updates that the loop around it makes anew each iteration.
             "fresh_metrics": list(site.fresh_metrics[0]) if site is not None else [],
             "fresh_metrics_line": site.fresh_metrics[1] if site is not None else 0,
+            # A line of its body running the model again beside the step's forward pass.
+            "second_forward": list(site.second_forward) if site is not None else [0, ""],
             "suggested_line": suggested.line if suggested is not None else None,
             "why": self.why,
             # The chosen loop's iterations before its first step, and their time.

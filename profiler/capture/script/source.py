@@ -364,6 +364,11 @@ class LoopSite:
     #: iterations (``epoch_accuracy = tf.keras.metrics.SparseCategoricalAccuracy()`` in the
     #: epoch loop, TF's custom training walkthrough): (the names, that loop's line).
     fresh_metrics: tuple[tuple[str, ...], int] = ((), 0)
+    #: A line of its body that calls the model again beside the step's own forward pass (the
+    #: model passed to the script's function that runs it, and called there too: TF's
+    #: walkthrough's ``epoch_accuracy.update_state(y, model(x, training=True))``, 17% of its
+    #: eager step without the profiler): (that line, its model's name); (0, "") if none.
+    second_forward: tuple[int, str] = (0, "")
 
 
 #: Names (identifiers, attributes, keywords; lower-cased) that mark a loop as training: anywhere
@@ -670,6 +675,27 @@ def _calls(
     return tuple(out)
 
 
+def _second_forward(loop: ast.For | ast.AsyncFor | ast.While, defined: set[str]) -> tuple[int, str]:
+    """(line, name) of a call ``name(...)`` in the loop's own body where ``name`` is also
+    passed to one of the script's functions there (``grad(model, x, y)`` beside
+    ``model(x, training=True)``): the model run twice on the batch."""
+    calls = sorted(
+        (n for n in _direct(loop) if isinstance(n, ast.Call)),
+        key=lambda c: (c.lineno, c.col_offset),
+    )
+    passed = [
+        {a.id for a in n.args if isinstance(a, ast.Name)} for n in calls if _call_name(n) in defined
+    ]
+    for n in calls:
+        first = n.args[0] if n.args else None
+        if not isinstance(n.func, ast.Name) or not isinstance(first, ast.Name):
+            continue
+        # The model and its input both handed to the same function: the batch run again.
+        if any({n.func.id, first.id} <= names for names in passed):
+            return n.lineno, n.func.id
+    return 0, ""
+
+
 def _aliases(fn: ast.FunctionDef | ast.AsyncFunctionDef, defined: set[str]) -> dict[str, str]:
     """A function's parameters whose default is one of the script's functions, by name."""
     args = fn.args
@@ -784,6 +810,7 @@ def mark_loops(src: Source) -> list[LoopSite]:
                         periodic,
                         tape=_tape(stmt),
                         fresh_metrics=_fresh(stmt, made),
+                        second_forward=_second_forward(stmt, defined),
                     )
                 )
                 if isinstance(stmt, ast.For) and any(
