@@ -50,10 +50,27 @@ def test_summary_kernels_every_step_are_named_not_called_compute_bound(
         ("MatMul", purposes.ARITHMETIC),
         ("Conv2D", purposes.ARITHMETIC),
         ("ResourceApplyAdam", purposes.ARITHMETIC),
+        ("StaticRegexReplace", purposes.TEXT),
+        ("StringSplitV2", purposes.TEXT),
+        ("LookupTableFindV2", purposes.TEXT),
+        ("StringJoin", purposes.FILES),
+        ("StringFormat", purposes.SUMMARIES),
+        ("UnsortedSegmentSum", purposes.ARITHMETIC),
     ],
 )
 def test_kernel_purposes_row_by_row(op: str, what: str) -> None:
     assert purposes.purpose(op) == what
+
+
+def test_a_text_vectorization_layers_kernels_are_text_preprocessing_whatever_their_type() -> None:
+    # TF's word embeddings guide: TextVectorization as the model's first layer, its ops named
+    # under its scope in the train function's trace (~72% of the step, without the profiler).
+    scope = "StatefulPartitionedCall/sequential_1/text_vectorization_1/"
+    assert purposes.purpose("Equal", scope + "Equal") == purposes.TEXT
+    assert purposes.purpose("Equal", "StatefulPartitionedCall/sequential_1/Equal") == (
+        purposes.ARITHMETIC
+    )
+    assert "dataset's map, then .cache()" in purposes.ADVICE[purposes.TEXT]
 
 
 def test_kernels_under_a_summary_writers_scope_are_summaries_whatever_their_type() -> None:
