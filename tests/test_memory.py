@@ -454,6 +454,13 @@ def test_the_memory_the_phases_added_and_kept_is_said_apart_from_the_scripts():
     assert memory._phases_added(steps, rss, []) is None
     # A span to the run's end: what it held at the end.
     assert memory._phases_added(steps, rss, [("whatif", 350, 900)]) == (695 - 601) * mb
+    # Less the script's own growth over the span's steps (a callback keeping every batch's
+    # weights, 408 KB a step: 1,551 MB of it read as the phases').
+    grows = [100 * mb + s * 400_000 for s in steps]
+    assert memory._phases_added(steps, grows, spans, 400_000.0) == 0
+    assert memory._phases_added(steps, rss, spans, 100_000.0) == (
+        (601 - 548 + 694 - 601) * mb - 2 * 200 * 100_000
+    )
     m = {"first_mb": 547.0, "last_mb": 695.0, "peak_mb": 719.0, "peak_step": 400,
          "peak_phase": "", "phases_added_mb": 146.0, "growth_bytes_per_step": None,
          "growth_interval": None, "grows": False, "steps": 500, "causes": []}  # fmt: skip

@@ -313,6 +313,9 @@ RULES: tuple[Rule, ...] = (
         message=_MESSAGE,
         # Empty where no cause was found: no fix is offered for a cause not seen.
         fix="{mem_cause_fix}",
-        cost="mem_added_mb",
+        # No time cost: its figure is memory (MB read as µs made a growth the verdict's top
+        # fix, "up to 2.24 ms a step", for 2,238.8 MB over a run; keeping fewer weight
+        # snapshots saved no time, measured without the profiler).
+        cost="",
     ),
 )
