@@ -324,6 +324,9 @@ def test_the_scripts_own_batch_callbacks_are_told_from_keras_own() -> None:
     assert not _batch_hooks(EpochsOnly())
     assert not _batch_hooks(keras.callbacks.TensorBoard("logs", update_freq="batch"))
     assert not _batch_hooks(keras.callbacks.ProgbarLogger())
+    # A LambdaCallback given a batch method (weights kept at every batch end) is the script's.
+    assert _batch_hooks(keras.callbacks.LambdaCallback(on_batch_end=lambda b, logs: None))
+    assert not _batch_hooks(keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: None))
 
 
 @pytest.mark.tf

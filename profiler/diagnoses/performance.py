@@ -1289,8 +1289,9 @@ def _compute_fix(policy: str | None, arith: list[str] | None = None, tf1: bool =
                 "bfloat16 arithmetic, which this CPU does natively "
                 f"({', '.join(bf16)}): Keras's mixed_bfloat16 policy "
                 "(keras.mixed_precision.set_global_policy('mixed_bfloat16') before the model "
-                "is built; a layer that creates float32 tensors itself must then follow its "
-                "inputs' dtype)"
+                "is built, its output layer in float32 (dtype='float32'), as the mixed "
+                "precision guide does: a top-k accuracy metric fails on bfloat16 outputs; a "
+                "layer that creates float32 tensors itself must then follow its inputs' dtype)"
                 + (
                     ""
                     if fp16

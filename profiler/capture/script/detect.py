@@ -631,7 +631,11 @@ BATCH_HOOKS = ("on_train_batch_end", "on_train_batch_begin", "on_batch_end", "on
 
 def _batch_hooks(callback: Any) -> bool:
     """Whether a callback of the script's own (not Keras's) defines a method called at each
-    batch."""
+    batch, or a Keras LambdaCallback was given one (``on_batch_end=lambda batch, logs:
+    weights.append(model.get_weights())``: an instance attribute)."""
+    attrs = getattr(callback, "__dict__", {})
+    if any(callable(attrs.get(name)) for name in BATCH_HOOKS):
+        return True
     for cls in type(callback).__mro__:
         if str(getattr(cls, "__module__", "")).startswith(("keras", "tensorflow")):
             continue
