@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from profiler.diagnoses.conversion import CONVERT_PCT
 from profiler.diagnoses.engine import Rule
 
 #: An inner loop that runs at least this many times a step ...
@@ -260,6 +261,9 @@ HOT_LINE_PCT = 50.0
 def _numpy_per_call(f: Any) -> bool:
     return (
         f["framework"] == "numpy"
+        # Lists made arrays at each call: their cost grows with the lists, the conversion's
+        # finding says it (a skip-gram's one-hot lists of 2,000: "the arrays are too small").
+        and (f.get("convert_pct") or 0.0) < CONVERT_PCT
         and f.get("inner_line") is None
         and f.get("a_us") is None  # the size sweep's finding says it with measured figures
         # A line of the script's holding half the step or more (step_line's): its per-call

@@ -22,6 +22,7 @@ from profiler.analysis import purposes, stats
 from profiler.analysis import whatif as whatif_analysis
 from profiler.diagnoses import before_steps as start_rules
 from profiler.diagnoses import calls as call_rules
+from profiler.diagnoses import conversion as convert_rules
 from profiler.diagnoses import gc as gc_rules
 from profiler.diagnoses import input as input_rules
 from profiler.diagnoses import long_steps as long_rules
@@ -167,6 +168,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: call_rules.call_facts(f, trace),
         lambda: call_rules.fit_facts(f, trace),
         lambda: loop_rules.loop_facts(f, trace),
+        lambda: convert_rules.conversion_facts(f, trace),
         lambda: step_lines.step_line_facts(f, trace),
         lambda: _call_overhead_facts(f),
         lambda: py_rules.py_facts(f, trace),
@@ -2596,6 +2598,7 @@ RULES: tuple[Rule, ...] = (
     *step_lines.RULES,
     *py_rules.RULES,
     *loop_rules.RULES,
+    *convert_rules.RULES,
     *memory_rules.RULES,
     *gc_rules.RULES,
     *long_rules.RULES,
