@@ -205,10 +205,15 @@ def test_a_run_for_the_kernels_or_the_samples_may_go_past_the_budget_by_its_extr
     assert rerun.budget_for(["sampled"], 33.0) == 33.0 + rerun.CORE_EXTRA_S
     assert rerun.budget_for(["sampled"], None) is None
     # TensorFlow's transfer-learning tutorial: 72.6 s alone, its first run 82 s, a second run
-    # for its kernels expected as long: past 1.5x + 15 s + 20 s (144 s), within 2.5x + 20 s
-    # (201.5 s); a script past CORE_LONGEST_S gets the 20 s only, and other phases nothing.
+    # for its kernels expected as long: past 1.5x + 15 s + 20 s (144 s), within 3.5x + 20 s
+    # (274 s); a script past CORE_LONGEST_S gets the 20 s only, and other phases nothing.
     base = rerun.budget_s(72.6)
-    assert rerun.budget_for(["framework", "lines"], base, 72.6) == 2.5 * 72.6 + 20
+    assert rerun.budget_for(["framework", "lines"], base, 72.6) == 3.5 * 72.6 + 20
+    # TF's RNN text classifier beside other work: 59.4 s alone, 102.8 s its first run, a
+    # second expected as long (2.5x + 20 s, 168.5 s, held it: "99% ... unexplained").
+    assert rerun.another(
+        None, 0, int(102.8 * s), int(102.8 * s), rerun.budget_for(["framework"], 110.0, 59.4)
+    )
     assert rerun.another(None, 0, 82 * s, 82 * s, rerun.budget_for(["framework"], base, 72.6))
     assert not rerun.another(None, 0, 82 * s, 82 * s, rerun.budget_for(["lines"], base, 72.6))
     assert rerun.budget_for(["framework"], 200.0, 130.0) == 220.0

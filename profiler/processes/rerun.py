@@ -44,8 +44,11 @@ CORE_EXTRA_S = 20.0
 #: within ``CORE_FACTOR`` times the script's time + ``CORE_EXTRA_S``: the 1.5x + 15 s of a
 #: longer script leaves no room for a second run. TensorFlow's transfer-learning tutorial
 #: (72.6 s alone, 16 fit batches of ~0.5 s) took 82 s profiled; its second run did not fit the
-#: 144 s, and its answer read "85% of the step is unexplained".
-CORE_FACTOR = 2.5
+#: 144 s, and its answer read "85% of the step is unexplained". 3.5: TF's RNN text classifier
+#: (59 s alone, 15 steps of 1.2 s beside other work) took 103 s profiled, a second run for its
+#: kernels expected as long did not fit 2.5x + 20 s (169 s), and its answer read "99% of the
+#: step is unexplained ... no fix found".
+CORE_FACTOR = 3.5
 CORE_LONGEST_S = 120.0
 
 
