@@ -335,6 +335,17 @@ def test_predict_called_per_sample_is_found_with_its_share_of_the_script():
     (rule,) = [r for r in calls.RULES if r.id == "predict_in_loop"]
     assert rule.when(f)
     assert "model(x, training=False)" in f["loop_fix"]
+    # A generation loop makes each input from the last output: predict_on_batch, or the model
+    # in a tf.function (model(x) eagerly ran a character LSTM's timesteps op by op: no faster).
+    assert "or the model in a tf.function (step = tf.function(model))" in f["loop_fix"]
+    assert f["train_steps_s"] == 2.0
+    # Calls made between the first step and the last are not the steps' time (a character
+    # LSTM's 120 predict calls between its two fits read as training time).
+    inside = {**script, "keras_calls": {"predict": {**script["keras_calls"]["predict"],
+                                                    "in_steps_ms": 1_500.0}}}  # fmt: skip
+    h: dict = {}
+    calls.call_facts(h, _trace(inside))
+    assert h["train_steps_s"] == pytest.approx(0.5)
     # Batched predictions are not a loop.
     script["keras_calls"]["predict"]["samples"] = 200 * 64
     g: dict = {}
