@@ -796,3 +796,24 @@ def test_a_pipeline_gone_makes_room_for_the_trainings_own() -> None:
     pipes.iterated(kept)
     assert id(kept) in pipes.seen and pipes.others == 2
     assert [s.kind for s in pipes.seen[id(kept)][1].stages][:2] == ["range", "batch"]
+
+
+@pytest.mark.tf
+def test_a_tf1_graphs_one_shot_iterator_records_the_pipeline_it_reads() -> None:
+    # A TF1 script's py_func map feeding session.run through make_one_shot_iterator read "not
+    # recorded (no tf.data iterated)": no Python iteration of the dataset ever happened.
+    import tensorflow as tf
+    from tensorflow.python.data.ops import dataset_ops
+
+    from profiler.capture.script import detect
+    from profiler.capture.script.driver import StepDriver
+    from profiler.clock import FakeClock
+
+    d = StepDriver(FakeClock())
+    make = detect.wrap_graph_iterator(vars(dataset_ops.DatasetV1)["_make_one_shot_iterator"], d)
+    with tf.Graph().as_default():
+        ds = tf.data.Dataset.range(10).map(lambda x: x * 2).batch(2)
+        it = make(dataset_ops.DatasetV1Adapter(ds))
+        assert it is not None
+    (pipe,) = d.facts.pipelines.to_json()
+    assert [s["kind"] for s in pipe["stages"]][:3] == ["range", "map", "batch"], pipe

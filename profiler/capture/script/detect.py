@@ -36,6 +36,7 @@ import re
 import sys
 import sysconfig
 import threading
+import warnings
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
@@ -878,7 +879,10 @@ def wrap_graph_iterator(fn: Callable[..., Any], driver: StepDriver) -> Callable[
     def make(self: Any, *args: Any, **kwargs: Any) -> Any:
         if ident() == main:
             try:
-                pipelines.iterated(getattr(self, "_dataset", self))
+                with warnings.catch_warnings():
+                    # Reading its options in graph mode warns: not the script's to see.
+                    warnings.simplefilter("ignore")
+                    pipelines.iterated(getattr(self, "_dataset", self))
             except Exception:  # describing is best effort; the iterator must not change
                 pass
         return fn(self, *args, **kwargs)
