@@ -497,3 +497,15 @@ def test_a_steps_logging_lines_each_under_the_share_are_named_together() -> None
 
 if __name__ == "__main__":
     record()
+
+
+def test_a_training_call_is_not_an_evaluation_by_the_name_it_assigns() -> None:
+    # A TF1 loop's `_, loss_val = sess.run([train_op, loss])` read as an evaluation by its
+    # target's name, and its step, all of it, "100% of the time in the steps, in a few long
+    # calls": told to find a shuffle or a save it never made.
+    from profiler.diagnoses.step_lines import EVAL_LINE, _called
+
+    assert not EVAL_LINE.search(_called("_, loss_val = sess.run([train_op, loss])"))
+    assert EVAL_LINE.search(_called("val_loss = sess.run(loss, feed_dict={x: x_val})"))
+    assert EVAL_LINE.search(_called("score = model.evaluate(x, y)"))
+    assert _called("print(a == b)") == "print(a == b)"
