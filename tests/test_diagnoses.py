@@ -884,6 +884,7 @@ def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth()
         cpu: list[float],
         others: list[float] | None = None,
         fit: dict | None = None,
+        timed_at: int = 20,
     ) -> tuple[dict, set[str]]:
         rows = [
             {
@@ -898,7 +899,7 @@ def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth()
             for i, (m, c) in enumerate(zip(medians, cpu, strict=True))
         ]
         rows.insert(0, {"from_step": 0, "to_step": 259, "median_us": 69.0, "instrumented": True})
-        timed = SimpleNamespace(window=Window("timed", (Segment(20, (0,) * 41),)))
+        timed = SimpleNamespace(window=Window("timed", (Segment(timed_at, (0,) * 41),)))
         trace = SimpleNamespace(
             script={"blocks": rows, "fit": fit or {}},
             phase=lambda name: timed if name == "timed" else None,
@@ -946,6 +947,12 @@ def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth()
         "from step 1,560: the calls took 2.0 s, 18.0 s, 90% of them from that call on)"
     ) in f["text"]
     assert "python -m profiler run dqn.py --warmup 1570" in f["text"]
+    # The timed window in that fit's steps (--warmup past the earlier fits): named, and
+    # nothing left to measure apart.
+    f, rules = found(medians, cpu, fit=fits, timed_at=1570)
+    assert rules == {"later_fit_measured"}, rules
+    assert "another model's training, not a change in the loop" in f["text"]
+    assert "--warmup" not in f["text"]
     # One model fit again (a loop of fit calls on the same model): the change of work.
     _, rules = found(medians, cpu, fit={**fits, "models": 1})
     assert rules == {"steps_change_level"}, rules

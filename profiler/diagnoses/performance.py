@@ -615,8 +615,11 @@ def _shift_facts(
             f"; the timed window's steps (iterations {first + watched:,}–{last + watched:,}), "
             f"which the split above describes, ran {where} it"
         )
-        if where == "before":
-            _shift_fit(f, (trace.script or {}).get("fit") or {}, free, shift.at)
+        _shift_fit(f, (trace.script or {}).get("fit") or {}, free, shift.at)
+        if where != "before":
+            # The timed window ran in that fit's steps (--warmup past the earlier fits):
+            # nothing left to measure apart.
+            f.pop("shift_warmup", None)
 
 
 def _shift_fit(
@@ -2510,6 +2513,26 @@ RULES: tuple[Rule, ...] = (
         "µs of the fits before{shift_timed_words}.",
         fix="Measure that fit's steps: python -m profiler run {label} --warmup {shift_warmup} "
         "(the phases then run after the earlier fits' steps).",
+        cost="",
+    ),
+    Rule(
+        id="later_fit_measured",
+        subject="workload",
+        needs=(
+            "label",
+            "shift_fit",
+            "shift_step",
+            "shift_before_us",
+            "shift_after_us",
+            "shift_ratio",
+            "shift_timed_words",
+        ),
+        when=lambda f: f.get("shift_warmup") is None,
+        message="{label}: from step {shift_step:,} the script fits another model ({shift_fit}); "
+        "its steps take {shift_after_us:,.0f} µs, {shift_ratio:.1f}× the {shift_before_us:,.0f} "
+        "µs of the fits before{shift_timed_words}.",
+        fix="Nothing to change for the jump itself: it is another model's training, not a "
+        "change in the loop; the findings above describe that fit's steps.",
         cost="",
     ),
     Rule(
