@@ -647,6 +647,23 @@ def _shift_fit(
     f["shift_warmup"] = starts[hit] + 10
 
 
+#: What the findings of a later model's fit say (``_shift_fit``), measured apart or not.
+LATER_FIT_NEEDS = (
+    "label",
+    "shift_fit",
+    "shift_step",
+    "shift_before_us",
+    "shift_after_us",
+    "shift_ratio",
+    "shift_timed_words",
+)
+LATER_FIT_MESSAGE = (
+    "{label}: from step {shift_step:,} the script fits another model ({shift_fit}); its steps "
+    "take {shift_after_us:,.0f} µs, {shift_ratio:.1f}× the {shift_before_us:,.0f} µs of the "
+    "fits before{shift_timed_words}."
+)
+
+
 def _validations(
     fit: dict[str, Any], step_ns: float, low_half: bool = False
 ) -> stats.EpochCost | None:
@@ -2497,20 +2514,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="later_fit_slower",
         subject="workload",
-        needs=(
-            "label",
-            "shift_fit",
-            "shift_step",
-            "shift_before_us",
-            "shift_after_us",
-            "shift_ratio",
-            "shift_timed_words",
-            "shift_warmup",
-        ),
+        needs=(*LATER_FIT_NEEDS, "shift_warmup"),
         when=lambda f: True,
-        message="{label}: from step {shift_step:,} the script fits another model ({shift_fit}); "
-        "its steps take {shift_after_us:,.0f} µs, {shift_ratio:.1f}× the {shift_before_us:,.0f} "
-        "µs of the fits before{shift_timed_words}.",
+        message=LATER_FIT_MESSAGE,
         fix="Measure that fit's steps: python -m profiler run {label} --warmup {shift_warmup} "
         "(the phases then run after the earlier fits' steps).",
         cost="",
@@ -2518,19 +2524,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="later_fit_measured",
         subject="workload",
-        needs=(
-            "label",
-            "shift_fit",
-            "shift_step",
-            "shift_before_us",
-            "shift_after_us",
-            "shift_ratio",
-            "shift_timed_words",
-        ),
+        needs=LATER_FIT_NEEDS,
         when=lambda f: f.get("shift_warmup") is None,
-        message="{label}: from step {shift_step:,} the script fits another model ({shift_fit}); "
-        "its steps take {shift_after_us:,.0f} µs, {shift_ratio:.1f}× the {shift_before_us:,.0f} "
-        "µs of the fits before{shift_timed_words}.",
+        message=LATER_FIT_MESSAGE,
         fix="Nothing to change for the jump itself: it is another model's training, not a "
         "change in the loop; the findings above describe that fit's steps.",
         cost="",
