@@ -608,6 +608,9 @@ def verdict_rule(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
     split = [r for r in card["split"] if r["measured"] and r["us"] and r["category"] != "other"]
     if not split:
         return "not_measured"
+    outside = _script_lead(card)
+    if outside is not None:
+        return str(outside.get("rule") or "")
     fixes = [x for x in w.get("whatif") or [] if _saves(x) and x.get("measured_saving_us")]
     noise = _within_noise(card)
     top = _top_finding(card, noise)
@@ -643,6 +646,9 @@ SLOW_CAUSES = {
     "per_epoch_cost": "the work at each epoch's boundary",
     "periodic_slow_steps": "the work of the periodic slow steps",
 }
+#: A finding about time outside the steps holding this share of the script's time or more
+#: leads the verdict, not the training step's split.
+SCRIPT_HOLD = 0.5
 #: A measured fix is named beside a leading finding only where it makes the mean step at
 #: least this much faster.
 MEAN_GAIN_MIN = 1.1
@@ -741,6 +747,21 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
             # Without native frames a sleep is its line's Python (a TensorFlow script).
             head += ", most of it asleep in time.sleep"
     fixes = [x for x in w.get("whatif") or [] if _saves(x) and x.get("measured_saving_us")]
+    outside = _script_lead(card)
+    if outside is not None:
+        # Most of the script's time is outside its steps (Keras's character LSTM: "compute is
+        # 55% of the step" led where its predict calls, one a character, took 55% of the
+        # script and its training steps 49%): that leads, with its fix, the step's split after.
+        head = f"Verdict: {outside['lead']} (a training step: {top['label']} {_pct(top)})"
+        fix = _first_fix(str(outside["fix"]))
+        if fixes:
+            best = max(fixes, key=sure_saving)
+            return (
+                f"{head}; the top fix, predicted from this run's figures: {fix}; in the steps, "
+                f"measured on your loop: {best['title']}, {duration(best['measured_saving_us'])} "
+                f"less per step{_speed(best, w)}."
+            )
+        return f"{head}; the top fix, predicted from this run's figures: {fix}."
     noise = _within_noise(card)
     finding = _top_finding(card, noise)
     if noise and finding is None:
@@ -811,6 +832,20 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
             f" at {100 * flops / compute['us'] / 1e3 / gpeak:.0f}% of this machine's measured peak"
         )
     return f"{head}; no fix found: compute is {_pct(compute)} of the step{peak}."
+
+
+def _script_lead(card: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The finding about time outside the steps holding ``SCRIPT_HOLD`` of the script's time or
+    more (the largest), with a fix and not refuted, else None."""
+    held = [
+        f
+        for f in card["findings"]
+        if f.get("lead")
+        and f.get("fix")
+        and not f.get("refuted")
+        and float(f.get("script_pct") or 0.0) >= 100 * SCRIPT_HOLD
+    ]
+    return max(held, key=lambda f: float(f["script_pct"]), default=None)
 
 
 def _slow_cause(card: Mapping[str, Any], mean_us: float) -> str:
@@ -1148,6 +1183,8 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
                 "cost_us": d.get("cost_us"),
                 "rule": d.get("rule"),
                 "refuted": bool(d.get("refuted")),
+                "script_pct": d.get("script_pct"),
+                "lead": d.get("lead") or "",
             }
             for d in findings
             if d.get("name") == w["name"]

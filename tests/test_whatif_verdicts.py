@@ -721,3 +721,60 @@ def test_no_finding_beside_a_measured_fix_is_not_said_as_no_answer() -> None:
     assert "no finding fired on this run's figures." in text.answer(
         {"focus": [{**card, "whatifs": []}]}
     )
+
+
+def test_a_finding_holding_most_of_the_scripts_time_outside_its_steps_leads_the_verdict() -> None:
+    # Keras's character LSTM: predict once a character took 55% of the script, its training
+    # steps 49%; the verdict led with "compute (kernels) is 55% of the step".
+    card = {
+        "split": [
+            {"category": "compute", "label": "compute (kernels)", "us": 25_700.0, "share": 0.55,
+             "measured": True},
+        ],
+        "findings": [
+            {"rule": "predict_in_loop", "fix": "Call model.predict once. More.",
+             "cost_us": 412_000.0, "message": "m", "script_pct": 55.0,
+             "lead": "the script's 240 calls of model.predict took 55% of its 140.2 s"},
+        ],
+    }  # fmt: skip
+    xla = {"id": "keras_jit", "title": "XLA", "measured_saving_us": 5_000.0,
+           "baseline_us": 45_000.0, "variant_us": 40_000.0, "verdict": "holds"}  # fmt: skip
+    text = focus_view._verdict(card, {"whatif": [xla]})
+    assert text.startswith(
+        "Verdict: the script's 240 calls of model.predict took 55% of its 140.2 s (a training "
+        "step: compute (kernels) 55%); the top fix, predicted from this run's figures: Call "
+        "model.predict once; in the steps, measured on your loop: XLA, 5.00 ms less per step"
+    ), text
+    assert focus_view.verdict_rule(card, {"whatif": [xla]}) == "predict_in_loop"
+    # Under half of the script, or refuted: the step's split leads as before.
+    first = card["findings"][0]
+    for change in ({"script_pct": 45.0}, {"refuted": True}):
+        card["findings"] = [{**first, **change}]
+        text = focus_view._verdict(card, {"whatif": [xla]})
+        assert text.startswith("Verdict: compute (kernels) is 55% of the step;"), text
+
+
+def test_findings_about_time_outside_the_steps_carry_their_share_and_lead() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import calls
+    from profiler.diagnoses.engine import Rule, evaluate
+
+    script = {
+        "wall_s": 46.4,
+        "steps": 450,
+        "time": {"steps_s": 40.0},
+        "keras_calls": {"predict": {"calls": 150, "ms": 30_685.0, "samples": 2400, "sized": 150}},
+    }
+    f: dict = {"label": "gan.py"}
+    calls.call_facts(f, SimpleNamespace(script=script))
+    (d,) = evaluate(calls.RULES, "workload", [{**f, "name": "gan.py"}])
+    assert d.script_pct is not None and abs(d.script_pct - 66.1) < 0.1
+    assert (
+        d.lead
+        == "the script's 150 calls of model.predict on 16 samples each took 66% of its 46.4 s"
+    )
+    assert d.to_json()["lead"] == d.lead and d.to_json()["script_pct"] == 66.1
+    # A share without a lead (or a lead without a share) is a rule's mistake, caught at import.
+    with pytest.raises(ValueError, match="a share needs a lead"):
+        Rule(id="x", subject="workload", needs=("p",), when=bool, message="m", share="p")

@@ -87,5 +87,8 @@ RULES: tuple[Rule, ...] = (
         "s. The time split below covers the steps only.",
         fix="{start_where} runs once, before training: {start_fix}.",
         cost="start_cost_per_step_us",
+        share="start_pct",
+        lead="{start_part}, before the first step, took {start_pct:.0f}% of the script's "
+        "{start_script_s:,.1f} s",
     ),
 )

@@ -190,6 +190,9 @@ RULES: tuple[Rule, ...] = (
         "them); for one batch a call, use model.train_on_batch(x, y): the same update without "
         "the data pipeline, epoch iterator and callbacks fit sets up on every call.",
         cost="fit_cost_us",
+        share="fit_pct",
+        lead="the script's {fit_calls:,} calls of model.fit on one batch each took {fit_pct:.0f}% "
+        "of its {fit_script_s:,.1f} s",
     ),
     Rule(
         id="predict_in_loop",
@@ -216,5 +219,8 @@ RULES: tuple[Rule, ...] = (
         "took {train_steps_s:,.1f} s.",
         fix="{loop_fix}.",
         cost="loop_cost_per_step_us",
+        share="loop_pct",
+        lead="the script's {loop_calls:,} calls of {loop_call} on {loop_samples_text} each took "
+        "{loop_pct:.0f}% of its {script_s:,.1f} s",
     ),
 )

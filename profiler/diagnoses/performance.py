@@ -2571,6 +2571,9 @@ RULES: tuple[Rule, ...] = (
         "from a placeholder for a constant the steps read), so the graph holds no copy of the "
         "data.",
         cost="const_cost_us",
+        share="first_excess_pct",
+        lead="the first steps' copy of the graph's {const_mb:,.0f} MB of constants took "
+        "{first_excess_pct:.0f}% of the script's {script_wall_s:,.1f} s",
     ),
     Rule(
         id="one_off_tracing",
