@@ -53,7 +53,7 @@ def duration(us: float | None) -> str:
     return f"{us:,.1f} µs"
 
 
-def _split(att: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _split(att: Mapping[str, Any], wait: float | None = None) -> list[dict[str, Any]]:
     typical, share = att["typical_us"], att["share"]
     missing = att.get("not_measured") or {}
     intervals = att.get("share_interval") or {}
@@ -67,7 +67,13 @@ def _split(att: Mapping[str, Any]) -> list[dict[str, Any]]:
             "why": missing.get(c, ""),
             "interval": intervals.get(c),
             "pm": _pm(share[c], intervals.get(c)),
-            "detail": _gc_detail(att) if c == "python" else "",
+            "detail": (
+                _gc_detail(att)
+                if c == "python"
+                else _wait_detail(wait)
+                if c == "other" and share[c] >= WAIT_SAID
+                else ""
+            ),
         }
         for c in CATEGORIES
     ]
@@ -81,6 +87,19 @@ def _gc_detail(att: Mapping[str, Any]) -> str:
     if not gc_us or not ref or gc_us < 0.005 * ref:  # under half a percent: not worth a word
         return ""
     return f"the garbage collector {100 * gc_us / ref:.0f}%"
+
+
+def _wait_detail(wait: float | None) -> str:
+    """What of ``other`` the script's thread's wait for a core may be, where it is worth a word."""
+    if wait is None or wait < WAIT_SAID:
+        return ""
+    return f"the script's thread waited for a core {100 * wait:.0f}% of the timed window"
+
+
+#: The share of the timed window the script's thread waited for a core from which it is said.
+WAIT_SAID = 0.05
+#: ... and said in the verdict beside an unexplained share where it is this much of it.
+WAIT_OF_OTHER = 0.5
 
 
 def _sentence(w: Mapping[str, Any]) -> str:
@@ -106,13 +125,22 @@ def _sentence(w: Mapping[str, Any]) -> str:
             "steps between their 10th and 90th percentiles, its slower steps among them"
         )
     others, cores = dist.get("others_cores"), int(dist.get("cores") or 0)
+    wait = dist.get("wait_share")
+    waited = (
+        f"the script's thread waited for a core {100 * wait:.0f}% of the timed window"
+        if wait is not None and wait >= WAIT_SAID
+        else ""
+    )
     if others is not None and cores and others >= BUSY_OTHERS_CORES:
         # Said whether or not slow steps stand out: beside a busy process every step can be
         # slower (a numpy net's 10 ms step read 416 ms, its BLAS threads waiting for a core).
         text += (
             f"; other processes kept {others:.1f} of this machine's {cores} cores busy "
-            "meanwhile: a step that waits for a core is slow too"
+            f"meanwhile: {waited or 'a step that waits for a core is slow too'}"
         )
+    elif waited:
+        # Its own threads took the cores (an input pipeline's, BLAS's).
+        text += f"; {waited}, its own threads and other processes sharing the cores"
     return text + ")."
 
 
@@ -720,9 +748,17 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
             f"(the largest part at work: {top['label']} {_pct(top)}{_unmeasured(card)})"
         )
     elif other is not None and other["us"] and other["share"] > top["share"]:
+        wait = (w.get("distribution") or {}).get("wait_share")
+        waited = ""
+        if wait is not None and wait >= WAIT_OF_OTHER * other["share"]:
+            # Measured in the same window as the step, not another phase's (a hyperparameter
+            # grid beside a busy process: "73% of the step is unexplained").
+            waited = (
+                f", the script's thread waiting for a core {100 * wait:.0f}% of the timed window"
+            )
         head = (
-            f"Verdict: {_pct(other)} of the step is unexplained (the largest measured part: "
-            f"{top['label']} {_pct(top)}{_unmeasured(card)})"
+            f"Verdict: {_pct(other)} of the step is unexplained{waited} (the largest measured "
+            f"part: {top['label']} {_pct(top)}{_unmeasured(card)})"
         )
     else:
         head = f"Verdict: {top['label']} is {_pct(top)} of the step"
@@ -1170,7 +1206,7 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
         if att and w.get("step_time"):
             card["sentence"] = _sentence(w)
             card["blocks"] = _blocks_note(script, (w.get("step_time") or {}).get("median_us"))
-            card["split"] = _split(att)
+            card["split"] = _split(att, (w.get("distribution") or {}).get("wait_share"))
             card["biggest"] = _biggest(card["split"])
             card["overhead_share"] = att.get("overhead_share")
         card["findings"] = [

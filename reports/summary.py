@@ -47,7 +47,7 @@ from profiler.version import __version__
 #: ``communication`` category (a required key of every category map), a workload's ``worker``,
 #: the run's ``job``; 6 (additive): a script's memory names what grows; 7 (additive): what held
 #: the peak (``memory.peak``).
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 TOOL_NAME = "training-loop-profiler"
 
 
@@ -109,6 +109,7 @@ def _distribution_obj(d: stats.Distribution | None) -> dict[str, Any] | None:
         "trend_us_per_100_steps": round(d.trend_ns_per_step * 100 / 1e3, 3),
         "others_cores": round(d.others_cores, 2) if d.others_cores is not None else None,
         "cores": d.cores,
+        "wait_share": round(d.wait_share, 4) if d.wait_share is not None else None,
     }
 
 

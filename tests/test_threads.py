@@ -442,3 +442,40 @@ def test_a_librarys_map_behind_a_shuffle_is_not_read_for_its_size():
     assert pipeline._size(ragged, read=True) == (0, 0)
     unshuffled = tf.data.Dataset.from_tensor_slices(x).map(cut)
     assert pipeline._size(unshuffled, read=True) == (20, 4_000)  # its first element, read
+
+
+def test_the_main_threads_wait_for_a_core_is_read_and_sums_with_its_cpu_to_the_wall() -> None:
+    """Two spinning processes beside a spinning main thread on this machine's cores: the
+    thread's CPU and its run-queue wait (``schedstat``) add up to the window's wall time, and
+    the wait is a share of it the summary and the step sentence quote."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    if not os.path.exists("/proc/thread-self/schedstat"):
+        pytest.skip("no scheduler statistics on this system")
+    spin = [sys.executable, "-c", "while True: pass"]
+    others = [subprocess.Popen(spin) for _ in range(os.cpu_count() or 2)]
+    try:
+        time.sleep(0.2)
+        start = capture.read()
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 1.0:
+            pass
+        cpu = capture.window(start, capture.read())
+    finally:
+        for p in others:
+            p.kill()
+            p.wait()
+    assert cpu is not None and cpu.main_wait_ns is not None
+    total = (cpu.main_cpu_ns + cpu.main_wait_ns) / cpu.wall_ns
+    assert 0.9 <= total <= 1.05, total
+    # As many spinning processes as cores: the thread waits a good part of the window.
+    assert cpu.main_wait_ns / cpu.wall_ns >= 0.15, cpu
+    from profiler.reports import focus_view
+
+    dist = {"others_cores": 1.5, "cores": 2, "wait_share": cpu.main_wait_ns / cpu.wall_ns}
+    text = focus_view._sentence({"label": "t.py", "step_time": {"median_us": 1e3, "steps": 9},
+                                 "distribution": dist})  # fmt: skip
+    assert f"waited for a core {100 * dist['wait_share']:.0f}% of the timed window" in text

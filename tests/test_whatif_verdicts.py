@@ -778,3 +778,24 @@ def test_findings_about_time_outside_the_steps_carry_their_share_and_lead() -> N
     # A share without a lead (or a lead without a share) is a rule's mistake, caught at import.
     with pytest.raises(ValueError, match="a share needs a lead"):
         Rule(id="x", subject="workload", needs=("p",), when=bool, message="m", share="p")
+
+
+def test_an_unexplained_step_says_how_long_the_scripts_thread_waited_for_a_core() -> None:
+    # A hyperparameter grid beside a busy process: "73% of the step is unexplained".
+    card = {
+        "split": [
+            {"category": "other", "label": "other (unexplained)", "us": 1_490.0, "share": 0.73,
+             "measured": True},
+            {"category": "compute", "label": "compute (kernels)", "us": 330.0, "share": 0.16,
+             "measured": True},
+        ],
+        "findings": [],
+    }  # fmt: skip
+    w = {"distribution": {"wait_share": 0.45}}
+    assert focus_view._verdict(card, w).startswith(
+        "Verdict: 73% of the step is unexplained, the script's thread waiting for a core 45% of "
+        "the timed window (the largest measured part: compute (kernels) 16%)"
+    )
+    # A wait under half the unexplained share, or not read: not said.
+    for dist in ({"wait_share": 0.2}, {}):
+        assert "waiting for a core" not in focus_view._verdict(card, {"distribution": dist})

@@ -130,6 +130,9 @@ class Distribution:
     #: numpy loop's mean was 3.5x its median, its thread on a core 30% of the window.
     others_cores: float | None = None
     cores: int = 0
+    #: The share of the window the script's thread spent runnable but waiting for a core
+    #: (``ThreadCpu.main_wait_ns``); None where not read.
+    wait_share: float | None = None
 
 
 def trend(durations: tuple[int, ...] | list[int], points: int = 64) -> float:
@@ -280,6 +283,11 @@ def distribution(
         outlier_share=sum(slow) / total if total else 0.0,
         others_cores=_others_cores(cpu),
         cores=cpu.cpu_count if cpu is not None else 0,
+        wait_share=(
+            min(cpu.main_wait_ns / cpu.wall_ns, 1.0)
+            if cpu is not None and cpu.main_wait_ns is not None and cpu.wall_ns > 0
+            else None
+        ),
     )
 
 

@@ -530,6 +530,8 @@ class ThreadCpu:
             other), summed over the cores; None where not read.
         children_cpu_ns: the process's child processes' CPU time (a multiprocessing Pool's
             workers): the script's own work, not another process's load.
+        main_wait_ns: the main thread's time runnable but waiting for a core (the scheduler's
+            run-queue wait, ``/proc/<pid>/task/<tid>/schedstat``); None where not read.
     """
 
     wall_ns: int
@@ -544,6 +546,7 @@ class ThreadCpu:
     python_threads_cpu_ns: int = 0
     late_cpu_ns: int | None = None
     children_cpu_ns: int = 0
+    main_wait_ns: int | None = None
 
 
 PHASE_DATA["timed"] = ThreadCpu
