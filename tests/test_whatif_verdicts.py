@@ -799,3 +799,11 @@ def test_an_unexplained_step_says_how_long_the_scripts_thread_waited_for_a_core(
     # A wait under half the unexplained share, or not read: not said.
     for dist in ({"wait_share": 0.2}, {}):
         assert "waiting for a core" not in focus_view._verdict(card, {"distribution": dist})
+    # Slow steps holding most of the time, the thread waiting a quarter of their share or more.
+    card["split"] = card["split"][1:]
+    slow = {"distribution": {"wait_share": 0.45, "outliers": 210, "outlier_share": 0.81,
+                             "outlier_factor": 3.0, "mean_us": 1_920.0}}  # fmt: skip
+    assert focus_view._verdict(card, slow).startswith(
+        "Verdict: compute (kernels) is 16% of a typical step (210 slow steps over 3× the median "
+        "hold 81% of the time; the script's thread waited for a core 45% of the timed window)"
+    )
