@@ -100,6 +100,8 @@ def _wait_detail(wait: float | None) -> str:
 WAIT_SAID = 0.05
 #: ... and said in the verdict beside an unexplained share where it is this much of it.
 WAIT_OF_OTHER = 0.5
+#: ... and beside slow steps holding most of the time where it is this much of their share.
+WAIT_SLOW = 0.25
 
 
 def _sentence(w: Mapping[str, Any]) -> str:
@@ -500,7 +502,10 @@ def _pm(share: float | None, interval: list[float] | None) -> float | None:
 def _pct(row: Mapping[str, Any]) -> str:
     """``58%`` or, with its interval, ``58% ±6``."""
     pm = row.get("pm")
-    return f"{100 * row['share']:.0f}%" + (f" ±{pm:.0f}" if pm is not None and pm >= 0.5 else "")
+    # Half a point rounds to "±0", read as no uncertainty at all: at least ±1.
+    return f"{100 * row['share']:.0f}%" + (
+        f" ±{max(round(pm), 1)}" if pm is not None and pm >= 0.5 else ""
+    )
 
 
 #: The shares at which the diagnoses call a step compute-bound (compute) and overhead-bound
@@ -767,10 +772,19 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
             # The split is of a typical step, a minority of the time (a tabular fit: "feed/fetch
             # is 61% of the step" where 5 slow steps held 98% of its time).
             n = int(dist["outliers"])
+            wait = dist.get("wait_share")
+            # Slow steps beside other work are often waits for a core (a numpy loop of
+            # 200x200 matmuls: 210 slow steps held 81% of its time, its thread waiting for a
+            # core 45% of the window).
+            waited = (
+                f"; the script's thread waited for a core {100 * wait:.0f}% of the timed window"
+                if wait is not None and wait >= WAIT_SLOW * float(dist["outlier_share"])
+                else ""
+            )
             head = (
                 f"Verdict: {top['label']} is {_pct(top)} of a typical step ({n} slow "
                 f"step{'s' if n != 1 else ''} over {dist.get('outlier_factor', 3):g}× the median "
-                f"hold {100 * float(dist['outlier_share']):.0f}% of the time)"
+                f"hold {100 * float(dist['outlier_share']):.0f}% of the time{waited})"
             )
             cause = _slow_cause(card, float(dist.get("mean_us") or 0.0))
             if cause:
@@ -1043,7 +1057,7 @@ def _drift_note(d: Mapping[str, Any] | None) -> str:
     pts = d.get("share_pts")
     # Under half a point rounds to "±0 points", read as no uncertainty at all.
     widened = (
-        f": shares are ±{pts:.0f} points for it"
+        f": shares are ±{max(round(pts), 1)} points for it"
         if pts and pts >= 0.5
         else ": the shares move by under a point for it"
         if pts
@@ -1059,6 +1073,8 @@ def _drift_note(d: Mapping[str, Any] | None) -> str:
     if round(100 * (hi - 1)) == round(100 * (lo - 1)):
         # Two blocks give no spread to bootstrap: "137% (95%: 137–137%)" read as certain.
         span = f"from {len(medians)} blocks, too few for an interval"
+        # Nor then for the shares: no figure for how far it moves them.
+        widened = ": how far it moves the shares is not measured"
     return (
         f"The machine's speed varied by {100 * (d['ratio'] - 1):.0f}% during the run "
         f"({span}; uninstrumented blocks "

@@ -77,7 +77,11 @@ def answer(vm: dict[str, Any]) -> str:
             if not r["measured"]:
                 parts.append(f"{r['label']} not measured ({r['why']})")
             elif r["us"]:
-                pm = f" ±{r['pm']:.0f}" if r.get("pm") is not None and r["pm"] >= 0.5 else ""
+                pm = (
+                    f" ±{max(round(r['pm']), 1)}"
+                    if r.get("pm") is not None and r["pm"] >= 0.5
+                    else ""
+                )
                 gc = f", {r['detail']}" if r.get("detail") else ""
                 parts.append(f"{r['label']} {duration(r['us'])} ({100 * r['share']:.0f}%{pm}{gc})")
         out.append("  " + "; ".join(parts))

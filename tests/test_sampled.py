@@ -373,3 +373,44 @@ def test_tf1_gd_samples_sit_in_the_session_call_with_feed_fetch_found(tf1_run) -
     assert a.by_rule.get("tf1-fetch-handling", 0) > 0
     assert a.by_rule.get("tf1-feed-conversion", 0) > 0
     assert a.by_label.get("compute", 0) == 0  # kernels are not visible without --native
+
+
+def test_the_training_updates_share_of_the_sampled_steps_and_whether_it_ran_eagerly() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    site = "/venv/lib/python3.11/site-packages/"
+    grad = Frame("GradientTape.gradient", site + "tensorflow/python/eager/backprop.py", 1066)
+    apply = Frame(
+        "BaseOptimizer.apply_gradients", site + "keras/src/optimizers/base_optimizer.py", 383
+    )
+    call = Frame("Function.__call__", site + "tensorflow/python/eager/polymorphic_function/x.py")
+    predict = Frame("TensorFlowTrainer.predict", site + "keras/src/backend/tensorflow/trainer.py")
+    samples = (
+        Sample((SEGMENT, LOOP, STEP, grad), 30, "main"),
+        Sample((SEGMENT, LOOP, STEP, apply), 10, "main"),
+        Sample((SEGMENT, LOOP, STEP, predict), 50, "main"),
+        Sample((SEGMENT, LOOP, STEP), 10, "main"),
+        Sample((grad,), 500, "tf_data"),  # another thread's: not the script's steps
+    )
+    got = sampling.update_share(samples)
+    assert got is not None and (got.share, got.eager, got.samples) == (0.4, 1.0, 100)
+    # The update inside a tf.function is not eager.
+    traced = tuple(Sample((SEGMENT, LOOP, STEP, call, *s.frames[3:]), s.count, s.thread)
+                   for s in samples)  # fmt: skip
+    assert sampling.update_share(traced).eager == 0.0  # type: ignore[union-attr]
+    # A DQN's update every 4 frames, no line timed: the periodic steps' fix is a cheaper
+    # update, not "run it less often".
+    trace = SimpleNamespace(phase=lambda name: SimpleNamespace(samples=samples))
+    f: dict = {}
+    performance._slow_update(f, trace, 4)
+    assert f["slow_what"].startswith("The slow steps run the model's training update")
+    assert "40% of the sampled steps' time, run eagerly" in f["slow_what"]
+    assert f["slow_fix"].startswith("make it cheaper, not rarer: put the forward pass")
+    assert "once every 4 steps" in f["slow_fix"]
+    # No update among the samples: nothing said.
+    g: dict = {}
+    performance._slow_update(g, SimpleNamespace(phase=lambda name: SimpleNamespace(
+        samples=samples[2:4])), 4)  # fmt: skip
+    assert g == {}

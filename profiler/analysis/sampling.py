@@ -220,3 +220,48 @@ def mean_ratio(phase_ns: Sequence[int], timed_ns: Sequence[int]) -> float | None
         return None
     timed_mean = sum(timed_ns) / len(timed_ns)
     return (sum(phase_ns) / len(phase_ns)) / timed_mean if timed_mean > 0 else None
+
+
+#: Frames of a model's training update: the gradient (a GradientTape's) and the optimizer's
+#: apply (Keras 3's, and the tf.keras optimizers').
+UPDATE_FRAMES = (
+    ("tensorflow/python/eager/backprop.py", "GradientTape.gradient"),
+    ("keras/src/optimizers/base_optimizer.py", "BaseOptimizer.apply_gradients"),
+    ("keras/optimizers/optimizer.py", "apply_gradients"),
+    ("keras/src/optimizers/optimizer_v2/optimizer_v2.py", "apply_gradients"),
+)
+#: A frame of a tf.function's call or trace: the update inside one is not eager.
+FUNCTION_FRAME = "tensorflow/python/eager/polymorphic_function/"
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """The share of the script's thread's samples inside steps that run a training update
+    (``UPDATE_FRAMES``), and of those the share outside any tf.function (run eagerly)."""
+
+    share: float
+    eager: float
+    samples: int
+
+
+def update_share(samples: Sequence[Sample]) -> Update | None:
+    """How much of the sampled steps a training update holds; None without main-thread samples.
+    Keras's DQN example, its update every 4 frames, eager: 36% of the samples inside the
+    frames in tape.gradient or apply_gradients, all of them eager."""
+    main = [s for s in samples if s.thread in (MAIN_THREAD, "")]
+    inside = [s for s in main if rules.in_steps(s.frames)] or main
+    total = sum(s.count for s in inside)
+    if not total:
+        return None
+    update = eager = 0
+    for s in inside:
+        if not any(
+            not f.native and f.file.endswith(path) and f.function.endswith(fn)
+            for f in s.frames
+            for path, fn in UPDATE_FRAMES
+        ):
+            continue
+        update += s.count
+        if not any(FUNCTION_FRAME in f.file for f in s.frames):
+            eager += s.count
+    return Update(share=update / total, eager=eager / update if update else 0.0, samples=total)
