@@ -901,7 +901,7 @@ def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth()
         rows.insert(0, {"from_step": 0, "to_step": 259, "median_us": 69.0, "instrumented": True})
         timed = SimpleNamespace(window=Window("timed", (Segment(timed_at, (0,) * 41),)))
         trace = SimpleNamespace(
-            script={"blocks": rows, "fit": fit or {}},
+            script={"blocks": rows, "fit": fit or {}, "wall_s": 25.0},
             phase=lambda name: timed if name == "timed" else None,
         )
         f: dict = {"label": "dqn.py", "step_us": 69.0, "name": "dqn.py"}
@@ -947,6 +947,12 @@ def test_steps_that_jump_to_a_level_and_stay_are_a_change_of_work_not_a_growth()
         "from step 1,560: the calls took 2.0 s, 18.0 s, 90% of them from that call on)"
     ) in f["text"]
     assert "python -m profiler run dqn.py --warmup 1570" in f["text"]
+    # Its share of the script, which the verdict leads with where it is half or more.
+    (d,) = [d for d in evaluate(performance.RULES, "workload", [f]) if d.rule == "later_fit_slower"]
+    assert d.script_pct == 72.0 and d.lead.startswith(
+        "a later fit (model 'large'), fit call 2 of 2 from step 1,560, took 72% of the script's "
+        "25.0 s, its steps"
+    ), d.lead
     # The timed window in that fit's steps (--warmup past the earlier fits): named, and
     # nothing left to measure apart.
     f, rules = found(medians, cpu, fit=fits, timed_at=1570)

@@ -807,3 +807,27 @@ def test_an_unexplained_step_says_how_long_the_scripts_thread_waited_for_a_core(
         "Verdict: compute (kernels) is 16% of a typical step (210 slow steps over 3× the median "
         "hold 81% of the time; the script's thread waited for a core 45% of the timed window)"
     )
+
+
+def test_a_later_fit_holding_most_of_the_script_leads_with_how_to_measure_it() -> None:
+    # The imbalanced-data tutorial: its oversampled fit, 72% of the script, 45x the earlier
+    # fits' steps; the verdict led with those fits' validations.
+    card = {
+        "split": [
+            {"category": "compute", "label": "compute (kernels)", "us": 1_500.0, "share": 0.38,
+             "measured": True},
+        ],
+        "findings": [
+            {"rule": "validation_cost", "fix": "Validate less often.", "cost_us": 80_000.0,
+             "message": "m"},
+            {"rule": "later_fit_slower", "cost_us": None, "message": "m", "script_pct": 72.0,
+             "fix": "Measure that fit's steps: python -m profiler run x.py --warmup 314 (the "
+                    "phases then run after the earlier fits' steps).",
+             "lead": "a later fit took 72% of the script's 117.3 s"},
+        ],
+    }  # fmt: skip
+    assert focus_view._verdict(card, {}) == (
+        "Verdict: a later fit took 72% of the script's 117.3 s (the earlier fits' steps: compute "
+        "(kernels) 38%); measure that fit's steps: python -m profiler run x.py --warmup 314 (the "
+        "phases then run after the earlier fits' steps)."
+    )

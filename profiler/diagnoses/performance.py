@@ -615,7 +615,7 @@ def _shift_facts(
             f"; the timed window's steps (iterations {first + watched:,}–{last + watched:,}), "
             f"which the split above describes, ran {where} it"
         )
-        _shift_fit(f, (trace.script or {}).get("fit") or {}, free, shift.at)
+        _shift_fit(f, trace.script or {}, free, shift.at)
         if where != "before":
             # The timed window ran in that fit's steps (--warmup past the earlier fits):
             # nothing left to measure apart.
@@ -623,12 +623,13 @@ def _shift_facts(
 
 
 def _shift_fit(
-    f: dict[str, Any], fit: Mapping[str, Any], free: list[dict[str, Any]], at: int
+    f: dict[str, Any], script: Mapping[str, Any], free: list[dict[str, Any]], at: int
 ) -> None:
     """Where the later level began with a fit of another model (the overfitting tutorial fits
     four models in a row, 1.9-3.2 s each and the last 12 s without the profiler; from the
     last's first step, "the loop does more work a step ... a replay memory"): which fit, and
     the calls' times."""
+    fit = script.get("fit") or {}
     if int(fit.get("models") or 1) < 2:
         return
     starts = [int(x) for x in fit.get("call_steps") or ()]
@@ -645,6 +646,17 @@ def _shift_fit(
         f"{100 * sum(took[hit:]) / sum(took):.0f}% of them from that call on"
     )
     f["shift_warmup"] = starts[hit] + 10
+    wall = float(script.get("wall_s") or 0.0)
+    if wall > 0:
+        # Its share of the script, for the verdict where it holds most of it (the imbalanced-
+        # data tutorial's oversampled fit, 72% of the script without the profiler, 45x the
+        # earlier fits' steps: the verdict led with their validations).
+        f["shift_fit_pct"] = min(100 * sum(took[hit:]) / 1e3 / wall, 100.0)
+        f["shift_fit_lead"] = (
+            f"a later fit{name}, fit call {hit + 1} of {len(starts)} from step {starts[hit]:,}, "
+            f"took {f['shift_fit_pct']:.0f}% of the script's {wall:,.1f} s, its steps "
+            f"{f['shift_ratio']:.1f}× those the phases measured"
+        )
 
 
 #: What the findings of a later model's fit say (``_shift_fit``), measured apart or not.
@@ -2551,12 +2563,14 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="later_fit_slower",
         subject="workload",
-        needs=(*LATER_FIT_NEEDS, "shift_warmup"),
+        needs=(*LATER_FIT_NEEDS, "shift_warmup", "shift_fit_pct", "shift_fit_lead"),
         when=lambda f: True,
         message=LATER_FIT_MESSAGE,
         fix="Measure that fit's steps: python -m profiler run {label} --warmup {shift_warmup} "
         "(the phases then run after the earlier fits' steps).",
         cost="",
+        share="shift_fit_pct",
+        lead="{shift_fit_lead}",
     ),
     Rule(
         id="later_fit_measured",
