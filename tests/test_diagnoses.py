@@ -1268,6 +1268,7 @@ def test_overhead_that_is_the_executors_cost_per_op_is_not_told_to_run_more_step
     f.update(overhead_pct=60.0, overhead_us=14_257.0, compute_us=9_519.5, units_per_step=1)
     f.update(tracing_pct=1.0, flops=None, uses_function=True, python_us=772.0)
     f.update(per_op_us=10_968.0, per_call_us=983.0)
+    performance._per_op_fix(f)
     found = {d.rule: d for d in evaluate(performance.RULES, "workload", [f])}
     assert "overhead_bound_keras" not in found and "per_op_bound" in found, sorted(found)
     d = found["per_op_bound"]
@@ -2135,3 +2136,19 @@ def test_epoch_boundaries_shifted_by_a_what_if_are_still_found() -> None:
     assert exact is not None and exact.boundaries == 2
     # One step at an odd place is no boundary.
     assert _long_boundaries(script([5601]), 1_000_000.0) is None
+
+
+def test_per_op_advice_does_not_offer_xla_to_a_step_that_calls_python() -> None:
+    from profiler.diagnoses import performance
+
+    # TensorFlow's actor-critic tutorial: its CartPole step in tf.numpy_function; XLA raised
+    # "Detected unsupported operations ... PyFunc" where the verdict led with it.
+    f: dict = {"py_step_calls": "env_step (ac.py:110)"}
+    performance._per_op_fix(f)
+    assert f["per_op_fix"].startswith(
+        "Fewer, larger ops: write the Python the step calls through tf.py_function "
+        "(env_step (ac.py:110)) in TensorFlow ops, and XLA (jit_compile=True) can then fuse"
+    )
+    g: dict = {}
+    performance._per_op_fix(g)
+    assert g["per_op_fix"].startswith("Fewer, larger ops: XLA (jit_compile=True) fuses them")

@@ -172,6 +172,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: step_lines.step_line_facts(f, trace),
         lambda: _call_overhead_facts(f),
         lambda: py_rules.py_facts(f, trace),
+        lambda: _per_op_fix(f),
         lambda: _trend_facts(f, trace, wa),
         lambda: _slow_facts(f, trace),
         lambda: _graph_slow_facts(f),
@@ -1437,6 +1438,29 @@ FLOPS_PER_KERNEL = 10
 PEAK_SLACK = 1.2
 
 
+def _per_op_fix(f: dict[str, Any]) -> None:
+    """``per_op_bound``'s fix: XLA fuses the ops, unless the step calls Python through
+    tf.py_function, which XLA cannot compile (TensorFlow's actor-critic tutorial, its CartPole
+    step in tf.numpy_function: jit_compile=True raised "Detected unsupported operations ...
+    PyFunc", where the verdict led with XLA)."""
+    calls = f.get("py_step_calls")
+    if calls:
+        f["per_op_fix"] = (
+            f"Fewer, larger ops: write the Python the step calls through tf.py_function "
+            f"({calls}) in TensorFlow ops, and XLA (jit_compile=True) can then fuse the step's "
+            "ops (it cannot compile a graph that calls Python; measure it on this loop and keep "
+            "it only if the step is faster); larger batches make each op do more for the same "
+            "per-op cost."
+        )
+        return
+    f["per_op_fix"] = (
+        "Fewer, larger ops: XLA (jit_compile=True) fuses them (measure it on this loop and "
+        "keep it only if the step is faster), larger batches make each op do more for the same "
+        "per-op cost, and a smaller unroll or a fused layer (a recurrent layer's cuDNN kernel "
+        "on a GPU) runs fewer ops."
+    )
+
+
 def _slow_facts(f: dict[str, Any], trace: Any) -> None:
     """Steps much slower than the others in the measured windows (each step against its own
     window's median: ``stats.slow_steps_across``): how many, how much slower, the share of the
@@ -2026,7 +2050,15 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="per_op_bound",
         subject="workload",
-        needs=("label", "step_us", "overhead_pct", "per_op_us", "compute_us", "per_call_us"),
+        needs=(
+            "label",
+            "step_us",
+            "overhead_pct",
+            "per_op_us",
+            "compute_us",
+            "per_call_us",
+            "per_op_fix",
+        ),
         when=lambda f: (
             _overhead_bound(f)
             and f["framework"] in ("keras", "tf2")
@@ -2044,10 +2076,7 @@ RULES: tuple[Rule, ...] = (
         "executor's cost per op inside the call (many small ops run one by one: a recurrent "
         "layer's time steps, small layers), not the call's own ({per_call_us:,.0f} µs): more "
         "steps a call cannot remove it.",
-        fix="Fewer, larger ops: XLA (jit_compile=True) fuses them (measure it on this loop and "
-        "keep it only if the step is faster), larger batches make each op do more for the same "
-        "per-op cost, and a smaller unroll or a fused layer (a recurrent layer's cuDNN kernel "
-        "on a GPU) runs fewer ops.",
+        fix="{per_op_fix}",
         cost="per_op_us",
     ),
     Rule(
