@@ -168,7 +168,13 @@ def test_numpy_per_call_cost_counts_the_python_around_the_calls_against_the_arit
     from profiler.diagnoses import loops
 
     def fired(compute: float, dispatch: float, python: float) -> bool:
-        f = {"label": "gd.py", "framework": "numpy", "step_us": 10.0, "inner_line": None}
+        f = {
+            "label": "gd.py",
+            "framework": "numpy",
+            "step_us": 10.0,
+            "inner_line": None,
+            "numpy_where": "",
+        }
         f.update(compute_us=compute, dispatch_us=dispatch, python_us=python)
         return "numpy_per_call" in {d.rule for d in evaluate(loops.RULES, "workload", [f])}
 

@@ -414,3 +414,35 @@ def test_the_training_updates_share_of_the_sampled_steps_and_whether_it_ran_eage
     performance._slow_update(g, SimpleNamespace(phase=lambda name: SimpleNamespace(
         samples=samples[2:4])), 4)  # fmt: skip
     assert g == {}
+
+
+def test_the_own_function_most_sampled_steps_ran_in_is_named_by_the_per_call_finding() -> None:
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import loops
+
+    # A numpy CNN from scratch: 67% of its steps in Conv3x3.backprop's loop over the regions.
+    back = Frame("Conv3x3.backprop", "/home/u/cnn/conv.py", 60)
+    fwd = Frame("Conv3x3.forward", "/home/u/cnn/conv.py", 40)
+    train = Frame("train", "/home/u/cnn/cnn.py", 30)
+    samples = (
+        Sample((SEGMENT, LOOP, train, back, Frame("DOUBLE_add", NUMPY_SO, native=True)), 67,
+               "main"),
+        Sample((SEGMENT, LOOP, train, fwd), 20, "main"),
+        Sample((SEGMENT, LOOP, train), 13, "main"),
+    )  # fmt: skip
+    assert sampling.own_functions(samples)[0] == ("Conv3x3.backprop (conv.py)", 0.67)
+    auto = {"chosen_line": 30, "loops": [{"line": 30, "function": "train"}]}
+    trace = SimpleNamespace(
+        script={"auto_step": auto}, phase=lambda name: SimpleNamespace(samples=samples)
+    )
+    f: dict = {}
+    loops.where_facts(f, trace)
+    assert f["numpy_where"] == (
+        "; most of them run in Conv3x3.backprop (conv.py), 67% of the sampled steps' time"
+    )
+    # The step's own loop holding them: nothing more to say.
+    auto["loops"][0]["function"] = "Conv3x3.backprop"
+    g: dict = {}
+    loops.where_facts(g, trace)
+    assert g["numpy_where"] == ""

@@ -265,3 +265,19 @@ def update_share(samples: Sequence[Sample]) -> Update | None:
         if not any(FUNCTION_FRAME in f.file for f in s.frames):
             eager += s.count
     return Update(share=update / total, eager=eager / update if update else 0.0, samples=total)
+
+
+def own_functions(samples: Sequence[Sample]) -> list[tuple[str, float]]:
+    """The user's own functions the script's thread ran in inside steps, innermost own frame
+    first (``function (file)``), with their share of those samples, largest first."""
+    main = [s for s in samples if s.thread in (MAIN_THREAD, "")]
+    inside = [s for s in main if rules.in_steps(s.frames)] or main
+    total = sum(s.count for s in inside)
+    if not total:
+        return []
+    by: Counter[str] = Counter()
+    for s in inside:
+        own = _innermost_own(s.frames)
+        if own is not None:
+            by[own] += s.count
+    return [(name, n / total) for name, n in by.most_common()]

@@ -168,6 +168,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: call_rules.call_facts(f, trace),
         lambda: call_rules.fit_facts(f, trace),
         lambda: loop_rules.loop_facts(f, trace),
+        lambda: loop_rules.where_facts(f, trace),
         lambda: convert_rules.conversion_facts(f, trace),
         lambda: step_lines.step_line_facts(f, trace),
         lambda: _call_overhead_facts(f),
