@@ -831,3 +831,25 @@ def test_a_later_fit_holding_most_of_the_script_leads_with_how_to_measure_it() -
         "(kernels) 38%); measure that fit's steps: python -m profiler run x.py --warmup 314 (the "
         "phases then run after the earlier fits' steps)."
     )
+
+
+def test_steps_whose_work_grew_are_not_said_to_be_the_machines_speed() -> None:
+    # TensorFlow's actor-critic tutorial: episodes grow from ~10 to 500 steps as it learns.
+    drift = {
+        "large": True,
+        "ratio": 12.4,
+        "interval": [6.5, 27.4],
+        "share_pts": 42.1,
+        "repeat": 0,
+        "blocks": [{"repeat": 0, "median_us": m} for m in (8_460, 104_960)],
+    }
+    blocks = [{"median_us": w, "cpu_us": c, "others_cores": 1.0}
+              for w, c in ((16_023, 13_411), (41_663, 30_216), (103_840, 112_500))]  # fmt: skip
+    note = focus_view._drift_note(drift, blocks)
+    assert note.startswith("The steps' time varied by 1140% during the run"), note
+    assert "their CPU time a step ran from 13.41 ms to 112.50 ms" in note
+    # The CPU flat, or the other processes' load moving with it: the machine's speed.
+    flat = [{**b, "cpu_us": 13_000.0} for b in blocks]
+    busy = [{**b, "others_cores": o} for b, o in zip(blocks, (0.1, 1.0, 1.8), strict=True)]
+    for rows in (flat, busy):
+        assert focus_view._drift_note(drift, rows).startswith("The machine's speed varied by")
