@@ -485,6 +485,8 @@ class ScriptRun:
             code = exc.code
             msg = f"the script called sys.exit({code!r}) after {steps} steps"
             if code is None or code == 0:
+                # A normal end (tf.app.run and absl end every script so): said as one.
+                msg = f"the script ended, status 0 (sys.exit({code!r})), after {steps} steps"
                 return Ending("exit", OK, exit_code=0, message=msg)
             if not isinstance(code, int):
                 print(code, file=sys.stderr)
