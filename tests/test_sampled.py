@@ -409,6 +409,20 @@ def test_the_training_updates_share_of_the_sampled_steps_and_whether_it_ran_eage
     assert "40% of the sampled steps' time, run eagerly" in f["slow_what"]
     assert f["slow_fix"].startswith("make it cheaper, not rarer: put the forward pass")
     assert "once every 4 steps" in f["slow_fix"]
+    # A timed line names the slow steps (the DQN's target predict in the same steps): the
+    # update gets a finding of its own, its cost its share of the timed window's mean step.
+    from profiler.diagnoses.engine import evaluate
+
+    timed = SimpleNamespace(window=SimpleNamespace(durations_ns=lambda: [10_000_000] * 4))
+    both = SimpleNamespace(
+        phase=lambda name: timed if name == "timed" else SimpleNamespace(samples=samples)
+    )
+    h: dict = {"label": "dqn.py", "slow_count": 18, "slow_excess_pct": 97.0}
+    performance._slow_update(h, both, 4, named=True)
+    assert "slow_what" not in h and h["update_apart"] and h["update_us"] == 4_000.0
+    (d,) = evaluate([r for r in performance.RULES if r.id == "slow_steps_update"], "workload",
+                    [{**h, "name": "dqn.py"}])  # fmt: skip
+    assert d.fix.startswith("The slow steps run the model's training update") and d.cost_us == 4e3
     # No update among the samples: nothing said.
     g: dict = {}
     performance._slow_update(g, SimpleNamespace(phase=lambda name: SimpleNamespace(

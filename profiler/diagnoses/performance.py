@@ -1499,8 +1499,8 @@ def _slow_facts(f: dict[str, Any], trace: Any) -> None:
         "evaluation, a checkpoint, logging or a summary)"
     )
     f["slow_fix"] = _slow_fix(line[0].source if line else "", slow.period or 0, f["framework"])
-    if line is None and slow.excess_share >= SLOW_HOLD_SAMPLED:
-        _slow_update(f, trace, slow.period or 0)
+    if slow.excess_share >= SLOW_HOLD_SAMPLED:
+        _slow_update(f, trace, slow.period or 0, line is not None, slow.mean_ns)
     # The slow steps' line calls the Keras method predict_in_loop names (a GAN's
     # generator.predict once an iteration of three train_on_batch steps): that finding's.
     named = call_rules.looped(f)
@@ -1514,7 +1514,9 @@ SLOW_HOLD_SAMPLED = 0.5
 UPDATE_SAMPLED = 0.2
 
 
-def _slow_update(f: dict[str, Any], trace: Any, period: int) -> None:
+def _slow_update(
+    f: dict[str, Any], trace: Any, period: int, named: bool = False, mean_ns: float = 0.0
+) -> None:
     """The periodic slow steps' work where no line was timed and the sampled steps' stacks,
     mostly theirs, run a training update: a DQN's update every 4 frames (Keras's example, eager:
     36% of the samples in tape.gradient and apply_gradients) was "Something runs every 4 steps
@@ -1525,11 +1527,11 @@ def _slow_update(f: dict[str, Any], trace: Any, period: int) -> None:
     if got is None or got.share < UPDATE_SAMPLED:
         return
     eager = got.eager >= 0.5
-    f["slow_what"] = (
+    what = (
         "The slow steps run the model's training update (in tape.gradient and apply_gradients "
         f"{100 * got.share:.0f}% of the sampled steps' time{', run eagerly' if eager else ''})"
     )
-    f["slow_fix"] = (
+    fix = (
         "make it cheaper, not rarer"
         + (
             ": put the forward pass under the tape, tape.gradient and apply_gradients in one "
@@ -1537,9 +1539,23 @@ def _slow_update(f: dict[str, Any], trace: Any, period: int) -> None:
             if eager
             else ""
         )
-        + f"; it trains the model once every {period} steps, and running it less often "
-        "changes the training"
+        + (
+            f"; it trains the model once every {period} steps, and running it less often "
+            "changes the training"
+            if period > 1
+            else "; it is the model's training, and running it less often changes it"
+        )
     )
+    # The periodic finding says it where no line of the slow steps was timed; else (a timed
+    # line, such as a DQN's target predict in the same steps, names them) slow_steps_update.
+    f["update_what"], f["update_fix"] = what, fix
+    f["update_apart"] = named or period <= 1
+    if not named:
+        f["slow_what"], f["slow_fix"] = what, fix
+    timed = trace.phase("timed")
+    window = getattr(timed, "window", None)
+    steps = list(window.durations_ns()) if window is not None else []
+    f["update_us"] = got.share * (sum(steps) / len(steps) if steps else mean_ns) / 1e3
 
 
 def _slow_fix(source: str, period: int, framework: str) -> str:
@@ -2258,6 +2274,27 @@ RULES: tuple[Rule, ...] = (
         "windows): they hold {slow_excess_pct:.0f}% of the loop's time beyond a normal step's.",
         fix="{slow_what}: {slow_fix}.",
         cost="slow_excess_us",
+    ),
+    Rule(
+        id="slow_steps_update",
+        subject="workload",
+        needs=(
+            "label",
+            "slow_count",
+            "slow_excess_pct",
+            "update_what",
+            "update_fix",
+            "update_us",
+            "update_apart",
+        ),
+        # Where the periodic finding does not say it: at no period, or where a timed line of
+        # the slow steps names them (a DQN's target predict every 4 frames, its update in the
+        # same steps, 47% of its loop without the profiler, went unnamed).
+        when=lambda f: bool(f["update_apart"]),
+        message="{label}: {slow_count} steps over 3× the median hold {slow_excess_pct:.0f}% of "
+        "the loop's time beyond a normal step's.",
+        fix="{update_what}: {update_fix}.",
+        cost="update_us",
     ),
     Rule(
         id="function_recreated",
