@@ -678,6 +678,7 @@ LATER_FIT = "later_fit_slower"
 SLOW_CAUSES = {
     "per_epoch_cost": "the work at each epoch's boundary",
     "periodic_slow_steps": "the work of the periodic slow steps",
+    "slow_steps_update": "the slow steps' training update",
 }
 #: A finding about time outside the steps holding this share of the script's time or more
 #: leads the verdict, not the training step's split.
@@ -804,6 +805,10 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
         # script and its training steps 49%): that leads, with its fix, the step's split after.
         head = f"Verdict: {outside['lead']} (a training step: {top['label']} {_pct(top)})"
         fix = _first_fix(str(outside["fix"]))
+        if outside.get("rule") == LATER_FIT:
+            # Not measured here: how to measure it, nothing about the earlier fits' steps.
+            head = head.replace("(a training step:", "(the earlier fits' steps:")
+            return f"{head}; {fix[0].lower()}{fix[1:]}."
         if fixes:
             best = max(fixes, key=sure_saving)
             return (
@@ -1044,9 +1049,11 @@ def _blocks_note(script: Mapping[str, Any], median_us: float | None) -> str:
     )
 
 
-def _drift_note(d: Mapping[str, Any] | None) -> str:
+def _drift_note(d: Mapping[str, Any] | None, blocks: Any = None) -> str:
     """When the machine's speed varied beyond its blocks' own noise during the run: by how
-    much, between which step times, and how wide it makes the shares."""
+    much, between which step times, and how wide it makes the shares. Where the run's blocks'
+    CPU time a step varied about as much as their wall time, the steps' work varied, not only
+    the machine's speed, and it says so."""
     if not d or not d.get("large"):
         return ""
     # The run of the script the ratio comes from (runs are compared within themselves).
@@ -1075,11 +1082,53 @@ def _drift_note(d: Mapping[str, Any] | None) -> str:
         span = f"from {len(medians)} blocks, too few for an interval"
         # Nor then for the shares: no figure for how far it moves them.
         widened = ": how far it moves the shares is not measured"
+    work = _work_varied(blocks)
+    if work:
+        return (
+            f"The steps' time varied by {100 * (d['ratio'] - 1):.0f}% during the run ({span}; "
+            f"uninstrumented blocks {duration(min(medians))}–{duration(max(medians))} a step), "
+            f"{work}{widened}."
+        )
     return (
         f"The machine's speed varied by {100 * (d['ratio'] - 1):.0f}% during the run "
         f"({span}; uninstrumented blocks "
         f"{duration(min(medians))}–{duration(max(medians))} a step){widened}."
     )
+
+
+def _work_varied(blocks: Any) -> str:
+    """Words for the run's blocks (``script.blocks``) whose CPU time a step varied at least
+    ``WORK_VARIED`` of as much as their wall time (by their largest over their smallest), and
+    by a factor of 2 or more: '' otherwise. TensorFlow's actor-critic tutorial: its episodes
+    grow from ~10 to 500 steps as it learns, its blocks' CPU a step 13-113 ms with their wall
+    16-104 ms, and "the machine's speed varied by 883%" was said of it."""
+    rows = [
+        (float(b["median_us"]), float(b["cpu_us"]))
+        for b in blocks or []
+        if b.get("median_us") and b.get("cpu_us")
+    ]
+    if len(rows) < 3:
+        return ""
+    others = [float(b["others_cores"]) for b in blocks if b.get("others_cores") is not None]
+    if others and max(others) - min(others) >= WORK_OTHERS:
+        # The other processes' load moved too: threads spinning while they wait for a core
+        # (BLAS's) raise the CPU time with the wall time without more work.
+        return ""
+    walls, cpus = [r[0] for r in rows], [r[1] for r in rows]
+    wall_x, cpu_x = max(walls) / min(walls), max(cpus) / min(cpus)
+    if cpu_x < 2 or cpu_x < WORK_VARIED * wall_x:
+        return ""
+    return (
+        f"the steps' work with it: their CPU time a step ran from {duration(min(cpus))} to "
+        f"{duration(max(cpus))} over the run (an episode or a sequence that grows, a model that "
+        "changes), not the machine's speed alone"
+    )
+
+
+#: A run's blocks' CPU a step varying this share of their wall time's spread, or more: work.
+WORK_VARIED = 0.5
+#: ... with the other processes' load (cores) moving less than this across the blocks.
+WORK_OTHERS = 0.5
 
 
 def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:
@@ -1200,7 +1249,7 @@ def focus(summary: Mapping[str, Any], answered: bool) -> list[dict[str, Any]]:
             "runs": _runs_note(script, w.get("phases") or []),
             "samples": _samples_note(w.get("phases") or []),
             "memory": memory_line(w),
-            "drift": _drift_note(w.get("drift")),
+            "drift": _drift_note(w.get("drift"), script.get("blocks")),
             "blocks": "",
             "biggest": "",
             "split": [],

@@ -629,3 +629,38 @@ def test_a_warm_up_whose_first_steps_were_one_off_work_goes_on_at_the_later_step
     assert plan["step_us"] < 0.1 * 150_000, plan
     assert w["one_off"]["warmup_steps"] > 3
     assert w["step_time"]["steps"] >= 50
+
+
+TF1_MONITORED = """
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+tf.disable_eager_execution()
+gs = tf.train.get_or_create_global_step()
+x = tf.placeholder(tf.float32, [None, 4])
+w = tf.Variable(tf.zeros([4, 1]))
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
+train = tf.train.AdagradOptimizer(0.1).minimize(loss, global_step=gs)
+hooks = [tf.train.StopAtStepHook(last_step=300),
+         tf.train.LoggingTensorHook({"loss": loss}, every_n_iter=100)]
+data = np.ones((8, 4), np.float32)
+with tf.train.MonitoredTrainingSession(checkpoint_dir="ckpt", hooks=hooks,
+                                       save_checkpoint_steps=200) as sess:
+    while not sess.should_stop():
+        sess.run(train, feed_dict={x: data})
+"""
+
+
+@pytest.mark.tf
+def test_a_monitored_sessions_hooks_own_session_calls_are_not_steps(tmp_path: Path) -> None:
+    # TensorFlow's session hooks read the global step after nearly every step: a
+    # MonitoredTrainingSession loop of 10,000 steps read 20,207, and "2% kernels" for the
+    # training calls and the reads averaged.
+    script = write(tmp_path, "monitored.py", TF1_MONITORED)
+    out = cli(tmp_path, "--phases", "timed", str(script))
+    assert out.returncode == 0, out.stderr[-3000:]
+    s = workload(only_run(tmp_path))["script"]
+    detectors = s["detection"]["detectors"]
+    # The 300 training calls (the saver's and the session manager's calls are not steps).
+    assert 300 <= s["steps"] <= 302, (s["steps"], detectors)
+    assert detectors["tf1_session_hooks"]["calls"] >= 290, detectors

@@ -228,6 +228,14 @@ def _arg_name(fn: Any, key: str) -> str:
 TENSOR_EVAL = "_eval_using_default_session"
 #: The module whose ``Saver.save``/``restore`` call ``session.run`` (a checkpoint, not a step).
 SAVER_FILE = os.path.join("training", "saver.py")
+#: TensorFlow's session hooks and session manager (``MonitoredTrainingSession``), whose own
+#: ``session.run`` calls (a hook's read of the global step after nearly every step, the
+#: initialisation) are not steps: a MonitoredTrainingSession loop of 10,000 steps read 20,207,
+#: every other one a global-step read, and "2% kernels" for the two averaged.
+SESSION_HOOK_FILES = (
+    os.path.join("training", "basic_session_run_hooks.py"),
+    os.path.join("training", "session_manager.py"),
+)
 
 
 def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
@@ -250,6 +258,9 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
             # A tensor's .eval() between the training calls (word2vec's similarity every
             # 10,000 steps, its final embeddings): time between steps, not steps of their own.
             d.detector("tf1_tensor_eval").calls += 1
+            return run(self, *args, **kwargs)
+        if caller.co_filename.endswith(SESSION_HOOK_FILES):
+            d.detector("tf1_session_hooks").calls += 1
             return run(self, *args, **kwargs)
         if caller.co_filename.endswith(SAVER_FILE):
             # A checkpoint (CS20's convnet saves every 10 steps, ~50 ms each): time between
