@@ -202,6 +202,10 @@ def workload_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     for w in workloads:
         st = w.get("step_time") or {}
         median = st.get("median_us")
+        if w["status"] == "failed" and (w.get("script") or {}).get("steps") == 0:
+            # A script that raised before any step: its run up to the error is no step time
+            # (a graph-mode Keras script read "25534960.1 µs/step" for its traceback).
+            median, st = None, {}
         loss = w.get("loss") or {}
         att = w.get("attribution") or {}
         rows.append(

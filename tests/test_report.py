@@ -201,3 +201,20 @@ def test_the_table_has_a_loss_column_only_where_a_workload_reports_a_loss():
         {"workloads": [row, {**row, "label": "w", "final_loss": 0.25}], "failed": []}
     )
     assert suite.splitlines()[0].endswith("final loss") and suite.splitlines()[3].endswith("0.25")
+
+
+def test_a_script_that_failed_before_any_step_has_no_step_time_in_the_table() -> None:
+    from profiler.reports import text, viewmodel
+
+    # A graph-mode Keras 3 script raised at fit: "25534960.1 µs/step" for its traceback.
+    w = {"name": "g.py", "label": "g.py", "slug": "g", "status": "failed", "error": "raised",
+         "step_time": {"median_us": 25_534_960.1, "p10_us": 25_534_960.1,
+                       "p90_us": 25_534_960.1, "steps": 1},
+         "script": {"steps": 0}}  # fmt: skip
+    (row,) = viewmodel.workload_rows({"workloads": [w]})
+    assert row["median_us"] is None and row["p10_us"] is None
+    table = text.table({"workloads": [row], "failed": []})
+    assert "25534960" not in table and "g.py" in table
+    # After some steps, its step time stands.
+    (row,) = viewmodel.workload_rows({"workloads": [{**w, "script": {"steps": 31}}]})
+    assert row["median_us"] == 25_534_960.1
