@@ -1109,10 +1109,14 @@ def _work_varied(blocks: Any) -> str:
     ]
     if len(rows) < 3:
         return ""
-    others = [float(b["others_cores"]) for b in blocks if b.get("others_cores") is not None]
-    if others and max(others) - min(others) >= WORK_OTHERS:
-        # The other processes' load moved too: threads spinning while they wait for a core
-        # (BLAS's) raise the CPU time with the wall time without more work.
+    paired = [
+        (float(b["cpu_us"]), float(b["others_cores"]))
+        for b in blocks
+        if b.get("cpu_us") and b.get("others_cores") is not None
+    ]
+    if len(paired) >= 3 and _rank_corr(paired) >= WORK_OTHERS_CORR:
+        # The CPU time rose with the other processes' load: threads spinning while they wait
+        # for a core (BLAS's) raise it with the wall time without more work.
         return ""
     walls, cpus = [r[0] for r in rows], [r[1] for r in rows]
     wall_x, cpu_x = max(walls) / min(walls), max(cpus) / min(cpus)
@@ -1127,8 +1131,24 @@ def _work_varied(blocks: Any) -> str:
 
 #: A run's blocks' CPU a step varying this share of their wall time's spread, or more: work.
 WORK_VARIED = 0.5
-#: ... with the other processes' load (cores) moving less than this across the blocks.
-WORK_OTHERS = 0.5
+#: ... unless the blocks' CPU a step and the other processes' load rank together this much.
+WORK_OTHERS_CORR = 0.5
+
+
+def _rank_corr(pairs: list[tuple[float, float]]) -> float:
+    """Spearman's rank correlation of the pairs (ties share their mean rank); 0 where either
+    side is constant."""
+
+    def ranks(xs: list[float]) -> list[float]:
+        return [sum(1 for y in xs if y < x) + (sum(1 for y in xs if y == x) - 1) / 2 for x in xs]
+
+    a, b = ranks([p[0] for p in pairs]), ranks([p[1] for p in pairs])
+    n = len(pairs)
+    ma, mb = sum(a) / n, sum(b) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(a, b, strict=True))
+    va = sum((x - ma) ** 2 for x in a)
+    vb = sum((y - mb) ** 2 for y in b)
+    return cov / (va * vb) ** 0.5 if va and vb else 0.0
 
 
 def _whatif_row(x: Mapping[str, Any]) -> dict[str, Any]:

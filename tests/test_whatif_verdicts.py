@@ -851,5 +851,9 @@ def test_steps_whose_work_grew_are_not_said_to_be_the_machines_speed() -> None:
     # The CPU flat, or the other processes' load moving with it: the machine's speed.
     flat = [{**b, "cpu_us": 13_000.0} for b in blocks]
     busy = [{**b, "others_cores": o} for b, o in zip(blocks, (0.1, 1.0, 1.8), strict=True)]
+    # The load moving against the CPU time (the helpers' work beside the actor-critic run:
+    # 0.9-1.4 cores, lowest where the episodes were longest): still the work.
+    against = [{**b, "others_cores": o} for b, o in zip(blocks, (1.4, 1.0, 0.9), strict=True)]
+    assert focus_view._drift_note(drift, against).startswith("The steps' time varied")
     for rows in (flat, busy):
         assert focus_view._drift_note(drift, rows).startswith("The machine's speed varied by")
