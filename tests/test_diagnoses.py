@@ -2166,3 +2166,26 @@ def test_per_op_advice_does_not_offer_xla_to_a_step_that_calls_python() -> None:
     g: dict = {}
     performance._per_op_fix(g)
     assert g["per_op_fix"].startswith("Fewer, larger ops: XLA (jit_compile=True) fuses them")
+
+
+def test_slow_steps_at_a_monitored_sessions_hooks_period_name_the_hooks() -> None:
+    from profiler.diagnoses import performance
+
+    hooks = [
+        {"hook": "StopAtStepHook", "every_steps": None, "every_secs": None},
+        {"hook": "LoggingTensorHook", "every_steps": 100, "every_secs": None},
+        {"hook": "CheckpointSaverHook", "every_steps": 200, "every_secs": None},
+        {"hook": "SummarySaverHook", "every_steps": 100, "every_secs": None},
+    ]
+    what, fix = performance._hooks_at(hooks, 100)  # type: ignore[misc]
+    assert what == (
+        "The MonitoredTrainingSession's hooks run every 100 steps (LoggingTensorHook, "
+        "SummarySaverHook; CheckpointSaverHook every 200)"
+    )
+    assert fix.startswith(
+        "run them less often: larger periods in LoggingTensorHook(every_n_iter=...) and "
+        "MonitoredTrainingSession(save_checkpoint_steps=...) and "
+        "MonitoredTrainingSession(save_summaries_steps=...)"
+    ), fix
+    # No hook at the period: the generic words.
+    assert performance._hooks_at(hooks, 7) is None and performance._hooks_at([], 100) is None

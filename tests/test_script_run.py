@@ -664,3 +664,7 @@ def test_a_monitored_sessions_hooks_own_session_calls_are_not_steps(tmp_path: Pa
     # The 300 training calls (the saver's and the session manager's calls are not steps).
     assert 300 <= s["steps"] <= 302, (s["steps"], detectors)
     assert detectors["tf1_session_hooks"]["calls"] >= 290, detectors
+    # Its hooks, each with its period, read at its first step.
+    hooks = {h["hook"]: h["every_steps"] for h in s["session_hooks"]}
+    assert hooks["CheckpointSaverHook"] == 200 and hooks["LoggingTensorHook"] == 100, hooks
+    assert hooks["SummarySaverHook"] == 100 and hooks["StepCounterHook"] == 100, hooks

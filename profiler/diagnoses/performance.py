@@ -1534,6 +1534,9 @@ def _slow_facts(f: dict[str, Any], trace: Any) -> None:
         "evaluation, a checkpoint, logging or a summary)"
     )
     f["slow_fix"] = _slow_fix(line[0].source if line else "", slow.period or 0, f["framework"])
+    hooks = _hooks_at((trace.script or {}).get("session_hooks") or (), slow.period or 0)
+    if hooks is not None and line is None:
+        f["slow_what"], f["slow_fix"] = hooks
     if slow.excess_share >= SLOW_HOLD_SAMPLED:
         _slow_update(f, trace, slow.period or 0, line is not None, slow.mean_ns)
     # The slow steps' line calls the Keras method predict_in_loop names (a GAN's
@@ -1547,6 +1550,44 @@ def _slow_facts(f: dict[str, Any], trace: Any) -> None:
 SLOW_HOLD_SAMPLED = 0.5
 #: ... a training update holding this share of the samples inside steps is what they run.
 UPDATE_SAMPLED = 0.2
+
+
+#: What sets each of TensorFlow's session hooks' period, as a MonitoredTrainingSession's
+#: argument or the hook's own.
+HOOK_SETTINGS = {
+    "CheckpointSaverHook": "MonitoredTrainingSession(save_checkpoint_steps=...)",
+    "SummarySaverHook": "MonitoredTrainingSession(save_summaries_steps=...)",
+    "StepCounterHook": "MonitoredTrainingSession(log_step_count_steps=...)",
+    "LoggingTensorHook": "LoggingTensorHook(every_n_iter=...)",
+}
+
+
+def _hooks_at(hooks: Any, period: int) -> tuple[str, str] | None:
+    """(what, fix) where a MonitoredTrainingSession's hooks run at the slow steps' period (or
+    a multiple of it): a TF1 loop with save_checkpoint_steps=200, save_summaries_steps=100 and
+    a LoggingTensorHook every 100 read "Something runs every 100 steps besides the training
+    step (an evaluation, a checkpoint ...)" (its hooks 6-12% of the loop, measured)."""
+    if period < 2:
+        return None
+    at = [h for h in hooks if h.get("every_steps") == period]
+    multiple = [
+        h
+        for h in hooks
+        if h.get("every_steps") and h["every_steps"] > period and h["every_steps"] % period == 0
+    ]
+    if not at:
+        return None
+    names = ", ".join(h["hook"] for h in at)
+    more = "".join(f"; {h['hook']} every {h['every_steps']:,}" for h in multiple)
+    settings = sorted(
+        {HOOK_SETTINGS[h["hook"]] for h in at + multiple if h["hook"] in HOOK_SETTINGS}
+    )
+    return (
+        f"The MonitoredTrainingSession's hooks run every {period} steps ({names}{more})",
+        "run them less often"
+        + (f": larger periods in {' and '.join(settings)}" if settings else "")
+        + "; a step's own cost does not change it",
+    )
 
 
 def _slow_update(

@@ -267,6 +267,8 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
             # the steps, named by the line that calls saver.save, not a step of its own.
             d.detector("tf1_saver").calls += 1
             return run(self, *args, **kwargs)
+        if facts.session_hooks is None and caller.co_filename.endswith(MONITORED_FILE):
+            facts.session_hooks = session_hooks(sys._getframe(1))
         if not d.started:
             d.begin()
         facts.session_call = (args, kwargs)
@@ -286,6 +288,36 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
             d.boundary()
 
     return session_run
+
+
+#: The module of ``MonitoredSession.run``: its steps' session runs its hooks.
+MONITORED_FILE = os.path.join("training", "monitored_session.py")
+
+
+def session_hooks(frame: Any) -> list[dict[str, Any]]:
+    """The hooks of the MonitoredSession whose ``run`` called ``session.run`` (the ``_hooks``
+    of a ``self`` up the stack), each with the period of its timer (``SecondOrStepTimer``'s
+    steps or seconds): what runs every N steps (a checkpoint every 200, summaries and a
+    logging hook every 100). Read once, at the first step; [] where none is found."""
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        hooks = getattr(owner, "_hooks", None)
+        if isinstance(hooks, list):
+            out = []
+            for hook in hooks:
+                timer = getattr(hook, "_timer", None)
+                steps = getattr(timer, "_every_steps", None)
+                secs = getattr(timer, "_every_secs", None)
+                out.append(
+                    {
+                        "hook": type(hook).__name__,
+                        "every_steps": int(steps) if isinstance(steps, int) else None,
+                        "every_secs": float(secs) if isinstance(secs, (int, float)) else None,
+                    }
+                )
+            return out
+        frame = frame.f_back
+    return []
 
 
 def _outside_caller(frame: Any) -> Any:

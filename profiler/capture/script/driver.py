@@ -156,6 +156,9 @@ class Facts:
     #: Whether ``tf.debugging.enable_check_numerics()`` was on in the script's thread when its
     #: steps were described (None: not looked at, no TensorFlow).
     check_numerics: bool | None = None
+    #: A MonitoredTrainingSession's hooks with their period (``detect.session_hooks``): None
+    #: until its first step was looked at.
+    session_hooks: list[dict[str, Any]] | None = None
     feeds_compared: int = 0
     feeds_same: int = 0
     last_feeds: tuple[Any, ...] | None = None

@@ -633,6 +633,7 @@ class ScriptRun:
             # checked for NaN (tf.debugging.enable_check_numerics), TensorFlow's thread pools
             # set (set_intra_op_parallelism_threads(1)).
             "check_numerics": d.facts.check_numerics,
+            "session_hooks": list(d.facts.session_hooks or []),
             "tf_threads": tf_threads(),
             "dtype_policy": _dtype_policy(d.facts.model),
             "cpu_arith": cpu_arith(),
