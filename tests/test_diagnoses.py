@@ -2189,3 +2189,17 @@ def test_slow_steps_at_a_monitored_sessions_hooks_period_name_the_hooks() -> Non
     ), fix
     # No hook at the period: the generic words.
     assert performance._hooks_at(hooks, 7) is None and performance._hooks_at([], 100) is None
+
+
+def test_the_checkpoint_fix_names_only_the_settings_the_script_did_not_give() -> None:
+    from profiler.diagnoses import performance
+
+    # TF's distributed-training tutorial: ModelCheckpoint(save_weights_only=True) every epoch
+    # was told to set save_weights_only=True.
+    given = {"ckpt_weights_only": True, "ckpt_best_only": False, "ckpt_save_freq": "epoch"}
+    assert performance._checkpoint_fix(given) == (
+        "ModelCheckpoint: every few epochs (save_freq in batches), or save_best_only=True"
+    )
+    assert performance._checkpoint_fix({}) == performance.CALLBACK_FIX["ModelCheckpoint"]
+    every = {"ckpt_weights_only": True, "ckpt_best_only": True, "ckpt_save_freq": 500}
+    assert performance._checkpoint_fix(every) == "ModelCheckpoint: a larger save_freq"

@@ -349,6 +349,23 @@ def test_a_tensorboard_callbacks_settings_are_read_as_keras_keeps_them() -> None
 
 
 @pytest.mark.tf
+def test_a_model_checkpoints_settings_are_read_as_keras_keeps_them() -> None:
+    import keras
+
+    from profiler.capture.script.detect import _checkpoint_settings
+
+    assert _checkpoint_settings([keras.callbacks.CSVLogger("x.csv")]) == {}
+    ck = keras.callbacks.ModelCheckpoint("ck_{epoch}.weights.h5", save_weights_only=True)
+    assert _checkpoint_settings([ck]) == {
+        "ckpt_weights_only": True,
+        "ckpt_best_only": False,
+        "ckpt_save_freq": "epoch",
+    }
+    often = keras.callbacks.ModelCheckpoint("m.keras", save_best_only=True, save_freq=50)
+    assert _checkpoint_settings([often])["ckpt_save_freq"] == 50
+
+
+@pytest.mark.tf
 def test_a_model_keras_will_not_compile_with_xla_gets_no_xla_what_if() -> None:
     # The image classification tutorial's augmentation layers inside the model: Keras keeps
     # jit_compile False (with a warning), and the what-if measured the script against itself.

@@ -1068,7 +1068,11 @@ def _epoch_facts(f: dict[str, Any], trace: Any, wa: Any) -> None:
         )
     board = _tensorboard_fix(fit)
     cheaper = [
-        board if c == "TensorBoard" and board is not None else CALLBACK_FIX.get(c, c)
+        board
+        if c == "TensorBoard" and board is not None
+        else _checkpoint_fix(fit)
+        if c == "ModelCheckpoint"
+        else CALLBACK_FIX.get(c, c)
         for c in callbacks
         if c not in VAL_WATCHERS
         and c not in CHEAP_CALLBACKS
@@ -1203,7 +1207,29 @@ def epoch_end_ms(fit: Mapping[str, Any]) -> dict[str, float]:
 #: Keras's callbacks whose epoch-end work is a few lines written (CSVLogger: 0.07 ms an epoch
 #: without the profiler, against a checkpoint's 28-39 ms).
 CHEAP_CALLBACKS = frozenset({"CSVLogger", "TerminateOnNaN", "LearningRateScheduler", "History"})
+
+
 #: What makes a Keras callback's epoch end cheaper; another callback is named as it is.
+def _checkpoint_fix(fit: Mapping[str, Any]) -> str:
+    """ModelCheckpoint's fix with only the settings the script did not give it (``fit.ckpt_*``;
+    a distributed-training tutorial's save_weights_only=True checkpoint was told to set
+    save_weights_only=True)."""
+    if "ckpt_weights_only" not in fit:
+        return CALLBACK_FIX["ModelCheckpoint"]
+    ways = []
+    if fit.get("ckpt_save_freq", "epoch") == "epoch":
+        ways.append("every few epochs (save_freq in batches)")
+    if not fit.get("ckpt_weights_only"):
+        ways.append("save_weights_only=True")
+    if not fit.get("ckpt_best_only"):
+        ways.append("save_best_only=True")
+    if not ways:
+        return "ModelCheckpoint: a larger save_freq"
+    return (
+        "ModelCheckpoint: " + (", ".join(ways[:-1]) + ", or " if len(ways) > 1 else "") + ways[-1]
+    )
+
+
 CALLBACK_FIX = {
     "TensorBoard": "TensorBoard: update_freq='epoch', profile_batch=0",
     "ModelCheckpoint": "ModelCheckpoint: every few epochs (save_freq in batches), "

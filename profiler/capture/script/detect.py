@@ -584,6 +584,7 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                     default=0,
                 ),
                 **_tensorboard_settings(given.get("callbacks") or ()),
+                **_checkpoint_settings(given.get("callbacks") or ()),
             }
         # A fit called again and again (once per outer iteration, as RL and GAN scripts do):
         # each call's set-up is the cost at the boundaries, not an epoch's.
@@ -666,6 +667,21 @@ def _tensorboard_settings(callbacks: Any) -> dict[str, Any]:
         "tb_profiling": bool(getattr(tb, "_should_trace", False)),
         "tb_write_images": bool(getattr(tb, "write_images", False)),
         "tb_embeddings_freq": _int_attr(tb, "embeddings_freq"),
+    }
+
+
+def _checkpoint_settings(callbacks: Any) -> dict[str, Any]:
+    """A ModelCheckpoint callback's settings, as ``ckpt_*`` keys (none without one): whether it
+    saves the weights only, the best only, and how often (``save_freq``: "epoch" or every N
+    batches). A fit given save_weights_only=True was told to set it."""
+    ck = next((c for c in callbacks if type(c).__name__ == "ModelCheckpoint"), None)
+    if ck is None:
+        return {}
+    freq = getattr(ck, "save_freq", "epoch")
+    return {
+        "ckpt_weights_only": bool(getattr(ck, "save_weights_only", False)),
+        "ckpt_best_only": bool(getattr(ck, "save_best_only", False)),
+        "ckpt_save_freq": freq if isinstance(freq, (int, str)) else str(freq),
     }
 
 
