@@ -267,14 +267,6 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
             # the steps, named by the line that calls saver.save, not a step of its own.
             d.detector("tf1_saver").calls += 1
             return run(self, *args, **kwargs)
-        fetches = args[0] if args else kwargs.get("fetches")
-        trains = updates(fetches, getattr(self, "graph", None), facts.tf1_updates)
-        if trains is False and facts.tf1_trained:
-            # A run that updates no variable between training calls (a course's loss and
-            # accuracy fetched every display_step): time between steps, not a step.
-            d.detector("tf1_eval_run").calls += 1
-            return run(self, *args, **kwargs)
-        facts.tf1_trained |= bool(trains)
         if facts.session_hooks is None and caller.co_filename.endswith(MONITORED_FILE):
             facts.session_hooks = session_hooks(sys._getframe(1))
         if not d.started:
@@ -296,74 +288,6 @@ def wrap_session_run(run: Callable[..., Any], driver: StepDriver) -> Callable[..
             d.boundary()
 
     return session_run
-
-
-#: Op types that change a variable's value: a fetch set reaching one trains (or initialises).
-UPDATE_OPS = re.compile(r"^(Resource)?(Apply|SparseApply|Scatter|Assign)")
-#: The most ops a fetch set's graph walk visits before it gives up (None: not known).
-UPDATE_WALK_MAX = 200_000
-
-
-def updates(fetches: Any, graph: Any, cache: dict[tuple[Any, ...], bool]) -> bool | None:
-    """Whether running ``fetches`` changes a variable (an op of ``UPDATE_OPS`` among their
-    inputs and control inputs, walked once per set of fetched ops and cached by their ids);
-    None where the fetches are not read (a string name not in the graph, an unknown kind).
-    A flat list of fetches (graph elements, names) is looked up by their identities first:
-    5.7 µs a call walked into ops, under 1 µs so, on a ~200 µs TF1 step."""
-    flat = fetches if isinstance(fetches, (list, tuple)) else (fetches,)
-    quick: tuple[Any, ...] | None = tuple(
-        x if isinstance(x, str) else id(x) for x in flat if not isinstance(x, (list, tuple, dict))
-    )
-    if quick is not None and len(quick) != len(flat):
-        quick = None  # nested: keyed by its ops below
-    if quick is not None:
-        hit = cache.get(("quick", *quick))
-        if hit is not None:
-            return hit
-    ops: list[Any] = []
-    stack = [fetches]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, dict):
-            stack.extend(x.values())
-        elif x is None:
-            continue
-        else:
-            try:
-                el = graph.as_graph_element(x) if isinstance(x, str) else x
-            except Exception:  # no graph, or a name not in it: session.run raises it itself
-                return None
-            op = getattr(el, "op", el)
-            if not hasattr(op, "control_inputs"):
-                return None
-            ops.append(op)
-    key = tuple(sorted(id(op) for op in ops))
-    got = cache.get(key)
-    if got is not None:
-        if quick is not None:
-            cache[("quick", *quick)] = got
-        return got
-    seen: set[int] = set()
-    todo = list(ops)
-    found = False
-    while todo and not found:
-        op = todo.pop()
-        if id(op) in seen:
-            continue
-        seen.add(id(op))
-        if len(seen) > UPDATE_WALK_MAX:
-            return None
-        if UPDATE_OPS.match(op.type):
-            found = True
-            break
-        todo.extend(t.op for t in op.inputs)
-        todo.extend(op.control_inputs)
-    cache[key] = found
-    if quick is not None:
-        cache[("quick", *quick)] = found
-    return found
 
 
 #: The module of ``MonitoredSession.run``: its steps' session runs its hooks.

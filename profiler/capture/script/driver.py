@@ -159,10 +159,6 @@ class Facts:
     #: A MonitoredTrainingSession's hooks with their period (``detect.session_hooks``): None
     #: until its first step was looked at.
     session_hooks: list[dict[str, Any]] | None = None
-    #: Whether a TF1 step's fetches updated a variable (a training call was seen), and each
-    #: fetch set's answer by its ops' ids (``detect.updates``).
-    tf1_trained: bool = False
-    tf1_updates: dict[tuple[Any, ...], bool] = field(default_factory=dict)
     feeds_compared: int = 0
     feeds_same: int = 0
     last_feeds: tuple[Any, ...] | None = None
