@@ -604,31 +604,30 @@ def test_steps_far_slower_than_planned_end_the_timed_window_and_every_phase_runs
     assert {"sampled", "lines", "whatif"} <= {m for r in runs for m in r["measured"]}, runs
 
 
-def test_a_warm_up_whose_first_steps_were_one_off_work_goes_on_at_the_later_steps_time(
+def test_windows_after_a_timed_window_far_faster_than_planned_are_planned_again(
     tmp_path: Path,
 ) -> None:
-    # TensorFlow's word2vec example evaluates at step 0: its warm-up's probe read 180 ms a
-    # step for 1.1 ms steps, and every window was sized for 180 ms steps (10 timed steps of
-    # its 25,002).
+    # TensorFlow's word2vec example evaluates at step 0: its warm-up read 180 ms a step for
+    # 1.1 ms steps, and every window was sized for 180 ms steps (20 samples in its sampled
+    # window, of 25,002 steps).
     script = write(
         tmp_path,
         "evalfirst.py",
         "import time\n"
         "import numpy as np\n"
         "a = np.ones((40, 40))\n"
-        "for step in range(4000):\n"
+        "for step in range(6000):\n"
         "    if step < 3:\n"
         "        time.sleep(0.15)  # an evaluation at the first steps\n"
         "    b = a @ a\n",
     )
-    out = cli(tmp_path, "--step-line", "evalfirst.py:4", "--phases", "timed", str(script))
+    out = cli(tmp_path, "--step-line", "evalfirst.py:4", "--phases", "timed,sampled", str(script))
     assert out.returncode == 0, out.stderr
-    w = workload(only_run(tmp_path))
-    plan = w["script"]["plan"]
-    # The windows were planned at the later steps' time, not the sleeps'.
-    assert plan["step_us"] < 0.1 * 150_000, plan
-    assert w["one_off"]["warmup_steps"] > 3
-    assert w["step_time"]["steps"] >= 50
+    plan = workload(only_run(tmp_path))["script"]["plan"]
+    # The timed window was planned at the sleeps' time; the sampled one at its steps'.
+    assert plan["phases"]["timed"]["step_us"] > 50_000, plan
+    assert plan["phases"]["sampled"]["step_us"] < 5_000, plan
+    assert plan["phases"]["sampled"]["window"] >= 50 * plan["phases"]["timed"]["window"], plan
 
 
 TF1_MONITORED = """
