@@ -448,7 +448,8 @@ def test_the_own_function_most_sampled_steps_ran_in_is_named_by_the_per_call_fin
     assert sampling.own_functions(samples)[0] == ("Conv3x3.backprop (conv.py)", 0.67)
     auto = {"chosen_line": 30, "loops": [{"line": 30, "function": "train"}]}
     trace = SimpleNamespace(
-        script={"auto_step": auto}, phase=lambda name: SimpleNamespace(samples=samples)
+        script={"auto_step": auto, "path": "/home/u/cnn/cnn.py"},
+        phase=lambda name: SimpleNamespace(samples=samples),
     )
     f: dict = {}
     loops.where_facts(f, trace)

@@ -265,7 +265,9 @@ def where_facts(f: dict[str, Any], trace: Any) -> None:
     image's regions, in conv.py, which the per-call finding did not name)."""
     f["numpy_where"] = ""
     rec = trace.phase("sampled")
-    if rec is None or not rec.samples:
+    # A script's only: a built-in workload's step function is its step, and whether its frames
+    # read as the user's depends on where the toolkit was installed when they were recorded.
+    if rec is None or not rec.samples or not (trace.script or {}).get("path"):
         return
     auto = (trace.script or {}).get("auto_step") or {}
     step_fn = next(
