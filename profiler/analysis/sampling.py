@@ -222,6 +222,13 @@ def mean_ratio(phase_ns: Sequence[int], timed_ns: Sequence[int]) -> float | None
     return (sum(phase_ns) / len(phase_ns)) / timed_mean if timed_mean > 0 else None
 
 
+def _in_steps(samples: Sequence[Sample]) -> list[Sample]:
+    """The script's thread's samples inside steps, or all of them where none passed through
+    the step driver (a foreign script, as ``analyse`` takes them)."""
+    main = [s for s in samples if s.thread in (MAIN_THREAD, "")]
+    return [s for s in main if rules.in_steps(s.frames)] or main
+
+
 #: Frames of a model's training update: the gradient (a GradientTape's) and the optimizer's
 #: apply (Keras 3's, and the tf.keras optimizers').
 UPDATE_FRAMES = (
@@ -248,8 +255,7 @@ def update_share(samples: Sequence[Sample]) -> Update | None:
     """How much of the sampled steps a training update holds; None without main-thread samples.
     Keras's DQN example, its update every 4 frames, eager: 36% of the samples inside the
     frames in tape.gradient or apply_gradients, all of them eager."""
-    main = [s for s in samples if s.thread in (MAIN_THREAD, "")]
-    inside = [s for s in main if rules.in_steps(s.frames)] or main
+    inside = _in_steps(samples)
     total = sum(s.count for s in inside)
     if not total:
         return None
@@ -270,8 +276,7 @@ def update_share(samples: Sequence[Sample]) -> Update | None:
 def own_functions(samples: Sequence[Sample]) -> list[tuple[str, float]]:
     """The user's own functions the script's thread ran in inside steps, innermost own frame
     first (``function (file)``), with their share of those samples, largest first."""
-    main = [s for s in samples if s.thread in (MAIN_THREAD, "")]
-    inside = [s for s in main if rules.in_steps(s.frames)] or main
+    inside = _in_steps(samples)
     total = sum(s.count for s in inside)
     if not total:
         return []
