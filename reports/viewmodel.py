@@ -58,7 +58,9 @@ def _holder_text(h: dict[str, Any]) -> str:
         return f"{where}: optimizer {h['what']}, its variables {size}"
     if h["kind"] == "container":
         est = f" (from {h['looked']:,} items looked at, spread evenly)" if h.get("capped") else ""
-        return f"{where}: {h['what']} of {n:,} {h['item']}, {'~' if est else ''}{size}{est}"
+        # The size is the whole container's: "list of 6 items, the largest numpy float32
+        # (4096, 4096), 76.4 MB" read as that array's size.
+        return f"{where}: {h['what']} of {n:,} {h['item']}: {'~' if est else ''}{size} in all{est}"
     return f"{where}: {h['what']}, {size}"
 
 

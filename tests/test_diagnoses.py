@@ -421,7 +421,10 @@ def test_predict_on_one_batch_a_call_in_a_loop_is_named_with_predict_on_batch() 
     calls.call_facts(f, SimpleNamespace(script=script))
     (d,) = evaluate(calls.RULES, "workload", [{**f, "name": "gan.py"}])
     assert d.rule == "predict_in_loop" and "150 times on 16 samples each" in d.message
-    assert "model.predict_on_batch(x) or model(x, training=False)" in d.fix
+    assert "use model.predict_on_batch(x) or the model in a tf.function" in d.fix
+    # model(x) eagerly is named as what it is, not offered as an equal (a character LSTM's
+    # generation: 2.1x slower than predict, measured without the profiler).
+    assert "model(x, training=False) builds none either, but it runs eagerly" in d.fix
 
 
 def test_fit_called_on_one_batch_again_and_again_is_named_with_train_on_batch() -> None:

@@ -200,6 +200,23 @@ def test_a_keras_model_counts_its_weights_and_its_optimizer_apart(main: types.Mo
     assert "optimizer slots 43." in text
 
 
+def test_a_model_s_weights_count_under_the_model_not_a_layer_named_before_it(
+    main: types.ModuleType,
+) -> None:
+    # The mixed precision guide names its layers before the model: the model read "20.0 M
+    # parameters in weights, 160.0 KB", its 64 MB under the layer's name.
+    pytest.importorskip("tensorflow")
+    keras = pytest.importorskip("keras")
+    inputs = keras.Input((100,))
+    dense1 = keras.layers.Dense(50)
+    dense2 = keras.layers.Dense(10)
+    main.dense1, main.dense2 = dense1, dense2
+    main.model = keras.Model(inputs, dense2(dense1(inputs)))
+    by_name = {h.name: h for h in memory_peak.census(0, 0, 0).holders}
+    assert by_name["model"].bytes == 4 * (100 * 50 + 50 + 50 * 10 + 10)
+    assert "dense1" not in by_name and "dense2" not in by_name
+
+
 def _peak(c: Census) -> memory.Peak:
     got = memory.peak_of({"census": Censuses(c, c, c.rss_bytes, 1, 1, 1).to_json()})
     assert got is not None

@@ -337,7 +337,7 @@ def test_predict_called_per_sample_is_found_with_its_share_of_the_script():
     assert "model(x, training=False)" in f["loop_fix"]
     # A generation loop makes each input from the last output: predict_on_batch, or the model
     # in a tf.function (model(x) eagerly ran a character LSTM's timesteps op by op: no faster).
-    assert "or the model in a tf.function (step = tf.function(model))" in f["loop_fix"]
+    assert "or the model in a tf.function (step = tf.function(model); " in f["loop_fix"]
     assert f["train_steps_s"] == 2.0
     # Calls made between the first step and the last are not the steps' time (a character
     # LSTM's 120 predict calls between its two fits read as training time).

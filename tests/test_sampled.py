@@ -461,3 +461,46 @@ def test_the_own_function_most_sampled_steps_ran_in_is_named_by_the_per_call_fin
     g: dict = {}
     loops.where_facts(g, trace)
     assert g["numpy_where"] == ""
+
+
+def test_the_eager_fix_saves_at_most_what_the_called_function_holds() -> None:
+    # TF's basic training loops guide: its loop calls the eager train() and beside it reads
+    # .numpy() values and prints; train() is ~80% of each epoch without the profiler, and the
+    # whole step's Python and dispatch (96%) was offered as tf.function's saving.
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    script_file = "/home/u/basic_loop.py"
+    loop = Frame("training_loop", script_file, 91)
+    train = Frame("train", script_file, 60)
+    eager = Frame("TFE_Py_Execute", "/venv/site-packages/tensorflow/python/eager/execute.py", 53)
+    prints = Frame("report", script_file, 88)
+    samples = (
+        Sample((loop, train, eager), 60, "main"),
+        Sample((loop, prints), 20, "main"),
+        Sample((train,), 500, "tf_data"),  # another thread's: not counted
+    )
+    assert sampling.function_share(samples, "train") == (0.75, 80)
+    auto = {"chosen_line": 91, "calls": ["train"], "updates": False}
+    trace = SimpleNamespace(
+        script={"auto_step": auto}, phase=lambda name: SimpleNamespace(samples=samples)
+    )
+    f: dict = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0}
+    performance._eager_saving(f, trace)
+    assert f["eager_saving_us"] == 7_500.0
+    assert "train holds 75% of the step, from 80 samples" in f["eager_saving_how"]
+    # The function holding more than the step's Python and dispatch: those are the bound.
+    f = {"python_dispatch_us": 5_000.0, "step_us": 10_000.0}
+    performance._eager_saving(f, trace)
+    assert f["eager_saving_us"] == 5_000.0 and f["eager_saving_how"] == ""
+    # Too few samples, or the loop's body itself the step: the step's Python and dispatch.
+    few = SimpleNamespace(script={"auto_step": auto},
+                          phase=lambda name: SimpleNamespace(samples=samples[:1][:0]))  # fmt: skip
+    f = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0}
+    performance._eager_saving(f, few)
+    assert f["eager_saving_us"] == 9_400.0
+    body = SimpleNamespace(script={"auto_step": {**auto, "updates": True}}, phase=trace.phase)
+    f = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0}
+    performance._eager_saving(f, body)
+    assert f["eager_saving_us"] == 9_400.0

@@ -857,3 +857,31 @@ def test_steps_whose_work_grew_are_not_said_to_be_the_machines_speed() -> None:
     assert focus_view._drift_note(drift, against).startswith("The steps' time varied")
     for rows in (flat, busy):
         assert focus_view._drift_note(drift, rows).startswith("The machine's speed varied by")
+
+
+def test_kernels_that_one_blas_thread_removes_are_named_as_blas_threads_waiting() -> None:
+    # Karpathy's pg-pong beside other work: "compute (kernels) is 98% of a typical step" read
+    # as nothing to do, where one BLAS thread made the step 6.0x faster (about 9x on its mean
+    # frame without the profiler).
+    card = {
+        "split": [
+            {"category": "compute", "label": "compute (kernels)", "us": 5_080.0, "share": 0.98,
+             "measured": True},
+        ],
+        "findings": [],
+    }  # fmt: skip
+    blas = {"id": "numpy_blas_one_thread", "title": "numpy's BLAS on one thread",
+            "measured_saving_us": 9_100.0, "pairs": 10, "interval_us": [3_770.0, 14_430.0],
+            "baseline_us": 10_790.0, "variant_us": 1_790.0, "verdict": "holds"}  # fmt: skip
+    text = focus_view._verdict(card, {"whatif": [blas]})
+    assert text.startswith(
+        "Verdict: compute (kernels), most of it numpy's BLAS threads waiting for one another "
+        "and for cores, is 98"
+    )
+    assert "the top fix, measured on your loop: numpy's BLAS on one thread" in text
+    # A saving under half the step, or one its blocks are not sure of: the kernels as they are.
+    for other in ({**blas, "measured_saving_us": 3_000.0, "interval_us": [1_000.0, 5_000.0]},
+                  {**blas, "interval_us": [-500.0, 18_000.0]}):  # fmt: skip
+        assert focus_view._verdict(card, {"whatif": [other]}).startswith(
+            "Verdict: compute (kernels) is 98"
+        )

@@ -603,7 +603,12 @@ def explain(
     steps = int(script.get("steps") or 0)
     predict = (script.get("keras_calls") or {}).get("predict") or {}
     if steps and predict.get("calls", 0) / steps >= MIN_RATE["predict"]:
-        found.append(Cause("predict", "model.predict", predict["calls"] / steps))
+        # Its calls, whether or not the steps make them (a generation loop between fits).
+        found.append(
+            Cause(
+                "predict", "model.predict", predict["calls"] / steps, detail=str(predict["calls"])
+            )
+        )
 
     def rank(c: Cause) -> tuple[int, float]:
         if c.kind in (CONTAINER, ARRAY) and (c.share or 0) >= HOLDS_SHARE:

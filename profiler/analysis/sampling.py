@@ -273,6 +273,20 @@ def update_share(samples: Sequence[Sample]) -> Update | None:
     return Update(share=update / total, eager=eager / update if update else 0.0, samples=total)
 
 
+def function_share(samples: Sequence[Sample], name: str) -> tuple[float, int] | None:
+    """The share of the script's thread's samples inside steps that run in the user's own
+    function ``name`` (anywhere on the stack), and how many samples that share is of; None
+    without samples."""
+    inside = _in_steps(samples)
+    total = sum(s.count for s in inside)
+    if not total:
+        return None
+    hits = sum(
+        s.count for s in inside if any(f.function == name and is_own_frame(f) for f in s.frames)
+    )
+    return hits / total, total
+
+
 def own_functions(samples: Sequence[Sample]) -> list[tuple[str, float]]:
     """The user's own functions the script's thread ran in inside steps, innermost own frame
     first (``function (file)``), with their share of those samples, largest first."""

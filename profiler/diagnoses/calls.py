@@ -89,22 +89,27 @@ def call_facts(f: dict[str, Any], trace: Any) -> None:
     if inside and f.get("overhead_us") is not None and f.get("step_us"):
         f["overhead_us"] = max(f["overhead_us"] - inside, 0.0)
         f["overhead_pct"] = 100 * f["overhead_us"] / f["step_us"]
-    direct = "model(x, training=False)" if name.startswith("predict") else "the metrics by hand"
-    batch = f"{ON_BATCH[name]}(x) or " if name in ON_BATCH else ""
     predicts = name.startswith("predict")
+    batch = f"{ON_BATCH[name]}(x)" if name in ON_BATCH else ""
+    if predicts:
+        how = (
+            f"{batch or 'the model'} or the model in a tf.function (step = tf.function(model); "
+            f"step(x, training=False)): {LOOPED[name]} builds a data pipeline and its callbacks "
+            "on every call. model(x, training=False) builds none either, but it runs eagerly, "
+            "layer by layer and a recurrent layer's timesteps one by one, and can be slower "
+            "than predict: Keras's character LSTM generating text took 174-184 ms a character "
+            "with predict, 186-364 ms with model(x), 4.5-9 ms with predict_on_batch and 7 ms "
+            "in a tf.function, without the profiler"
+        )
+    else:
+        how = (
+            f"{batch + ' or ' if batch else ''}the metrics by hand: {LOOPED[name]} builds a "
+            "data pipeline and its callbacks on every call"
+        )
     f["loop_fix"] = (
         f"Call {LOOPED[name]} once on all the samples (it batches them itself) where they are "
         "known beforehand, or, for one batch a call (each input made from the last output, as "
-        f"a generation loop makes them), use {batch}{direct}"
-        + (", or the model in a tf.function (step = tf.function(model))" if predicts else "")
-        + f": {LOOPED[name]} builds a data pipeline and its callbacks on every call"
-        + (
-            "; model(x) called eagerly runs the layers op by op, a recurrent layer's timesteps "
-            "one by one (Keras's character LSTM generating text: 184 ms a character with "
-            "predict, 186 ms with model(x), 4.5 ms with predict_on_batch, without the profiler)"
-            if predicts
-            else ""
-        )
+        f"a generation loop makes them), use {how}"
     )
 
 

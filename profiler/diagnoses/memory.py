@@ -95,13 +95,16 @@ def _cause_text(c: memory.Cause) -> tuple[str, str]:
             "serves every step; or give it an input_signature."
         )
         return what, fix
+    calls = f"{int(c.detail):,} times, " if c.detail.isdigit() else ""
     what = (
-        f"model.predict is called {c.per_step:,.2g} times a step; each call sets up its own "
-        "data adapter and iterator"
+        f"model.predict was called {calls}{c.per_step:,.2g} for each training step; each call "
+        "sets up its own data adapter and iterator"
     )
     fix = (
-        "Call the model directly: `model(x, training=False)` (or one tf.function around it) "
-        "instead of model.predict for a batch in a loop."
+        "Call model.predict_on_batch(x), or the model in one tf.function (predict_fn = "
+        "tf.function(model); predict_fn(x, training=False)), instead of model.predict for a "
+        "batch in a loop; model(x, training=False) sets nothing up either but runs eagerly, layer "
+        "by layer (a recurrent layer's timesteps one by one: slower than predict for an LSTM)."
     )
     return what, fix
 
