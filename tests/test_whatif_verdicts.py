@@ -188,6 +188,11 @@ def test_a_finding_holding_far_more_than_the_measured_fix_leads_the_verdict() ->
     assert text.endswith(
         "another fix, measured on your loop: XLA, 15.00 ms less per step, 1.0× faster."
     )
+    # Time outside the steps is said as the script's share, not spread over the steps (a
+    # quickstart's data made before training, 7.1 s once, read "up to 3.78 ms a step").
+    once = {**card, "findings": [{**card["findings"][0], "script_pct": 20.4}]}
+    text = focus_view._verdict(once, {"whatif": [xla]})
+    assert "Cache after map(rotate) (20% of the script's time); another fix" in text
     # Where slow steps hold most of the time and the fix leaves the mean step within a tenth,
     # it is not named beside the finding (a tabular fit: steps_per_execution=4 read "1.9x
     # faster on the median step (1.0x on the mean step)"; no gain without the profiler).
