@@ -1153,6 +1153,12 @@ def _work_varied(blocks: Any) -> str:
     wall_x, cpu_x = max(walls) / min(walls), max(cpus) / min(cpus)
     if cpu_x < 2 or cpu_x < WORK_VARIED * wall_x:
         return ""
+    if abs(_rank_corr(list(enumerate(cpus)))) < WORK_TREND_CORR:
+        # Work that varies does so with the run (episodes that grow as a policy learns, a
+        # later model): CPU a step up and down from block to block is threads spinning as
+        # they wait (a cs231n spiral net's two BLAS threads beside other work: 430 µs to
+        # 2.23 ms a step, in no order, for the same arithmetic every step).
+        return ""
     return (
         f"the steps' work with it: their CPU time a step ran from {duration(min(cpus))} to "
         f"{duration(max(cpus))} over the run (an episode or a sequence that grows, a model that "
@@ -1164,6 +1170,9 @@ def _work_varied(blocks: Any) -> str:
 WORK_VARIED = 0.5
 #: ... unless the blocks' CPU a step and the other processes' load rank together this much.
 WORK_OTHERS_CORR = 0.5
+#: ... and only where the blocks' CPU a step ranks with their order in the run this much
+#: (either way).
+WORK_TREND_CORR = 0.5
 
 
 def _rank_corr(pairs: list[tuple[float, float]]) -> float:

@@ -391,3 +391,24 @@ def test_a_finding_whose_own_what_if_rules_out_half_its_saving_does_not_lead():
     # Inconclusive and wide enough to hold its prediction: no measurement of it.
     wide = {**spe, "interval_us": [-9_000.0, 12_000.0]}
     assert focus_view._finding_leads(finding, xla, {**w, "whatif": [xla, wide]})
+
+
+def test_cpu_a_step_that_grows_with_the_run_is_work_and_cpu_up_and_down_is_not():
+    from profiler.reports import focus_view
+
+    def blocks(walls: list[float], cpus: list[float]) -> list[dict]:
+        return [
+            {"median_us": w, "cpu_us": c, "others_cores": None}
+            for w, c in zip(walls, cpus, strict=True)
+        ]
+
+    # TF's actor-critic: episodes grow as the policy learns, CPU a step with them.
+    grows = blocks([16e3, 30e3, 52e3, 80e3, 104e3], [13e3, 28e3, 50e3, 79e3, 113e3])
+    assert "the steps' work with it" in focus_view._work_varied(grows)
+    # A cs231n spiral net's two BLAS threads beside other work: CPU a step up and down from
+    # block to block for the same arithmetic every step.
+    spins = blocks(
+        [607, 623, 396, 405, 379, 415, 366, 669, 431, 383],
+        [2225, 694, 469, 587, 430, 555, 440, 702, 526, 956],
+    )
+    assert focus_view._work_varied(spins) == ""
