@@ -829,6 +829,12 @@ def keras_steps(driver: StepDriver, k: int) -> Variant | str:
         return "no Keras fit"
     if int(getattr(model, "steps_per_execution", 1) or 1) > 1:
         return f"fit already runs {model.steps_per_execution} batches per call"
+    per_epoch = driver.facts.fit.get("steps_per_epoch")
+    if per_epoch == 1:
+        # A call cannot run batches of two epochs (TF's basic training loops guide, one batch
+        # an epoch: its blocks read "72 ms slower" beside a busy process, of a fix the
+        # one-batch-epoch finding says cannot help).
+        return "an epoch of fit is one batch, and a call runs the batches of one epoch only"
     if functions_eagerly():
         return f"{EAGERLY}: fit's train function runs its batches eagerly, k a call or one"
     if getattr(model, "train_function", None) is None:
