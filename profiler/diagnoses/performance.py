@@ -1482,6 +1482,7 @@ def _compute_facts(f: dict[str, Any], trace: Any) -> None:
             by_kernel[r.kernel] = by_kernel.get(r.kernel, 0.0) + r.share / total
         top = sorted(by_kernel.items(), key=lambda kv: -kv[1])[:3]
         f["top_kernels"] = ", ".join(f"{k} {100 * s:.0f}%" for k, s in top)
+        _slow_backprop(f, by_kernel, (trace.script or {}).get("onednn"))
         full = fw.full_trace if fw is not None else None
         _purpose_facts(
             f, [(r.kernel, r.op, r.share) for r in rows], compute, full.beside if full else ()
@@ -1522,6 +1523,42 @@ def _compute_facts(f: dict[str, Any], trace: Any) -> None:
         f["peak_gflops"] = fw.peak_gflops
         f["peak_pct"] = 100 * f["gflops"] / fw.peak_gflops
         f["step_flops"] = flops
+
+
+#: A convolution's backprop kernel holding this share of the kernels or more ...
+BACKPROP_SHARE = 0.5
+#: ... and this many times the forward convolutions' time: far more than the same arithmetic
+#: needs (about 1-2x), TensorFlow's own kernel slow for those shapes on this CPU.
+BACKPROP_OVER_FORWARD = 10.0
+BACKPROP_KERNELS = ("Conv2DBackpropInput", "Conv2DBackpropFilter")
+FORWARD_KERNELS = ("Conv2D", "FusedConv2D", "_FusedConv2D", "DepthwiseConv2dNative")
+
+
+def _slow_backprop(f: dict[str, Any], by_kernel: Mapping[str, float], onednn: Any) -> None:
+    """A convolution's backprop kernel far slower than the forward convolutions, where
+    TensorFlow ran without oneDNN's kernels: the compute fix names TF_ENABLE_ONEDNN_OPTS=1.
+    Keras's WGAN-GP: Conv2DBackpropInput 80-85% of its step, 244 ms against the same layer's
+    forward 5.6 ms (43x); with TF_ENABLE_ONEDNN_OPTS=1 that kernel took 17.8 ms and the step
+    was 3.3-3.5x faster, without the profiler. (On a CNN and a DCGAN generator whose backprop
+    is 1-2x the forward, oneDNN changed the step by -24% to +14%: not said there.)"""
+    if onednn is not False:
+        return
+    kernel, share = max(
+        ((k, by_kernel.get(k, 0.0)) for k in BACKPROP_KERNELS), key=lambda kv: kv[1]
+    )
+    forward = sum(by_kernel.get(k, 0.0) for k in FORWARD_KERNELS)
+    if share < BACKPROP_SHARE or not forward or share < BACKPROP_OVER_FORWARD * forward:
+        return
+    f["compute_fix"] = (
+        "Run the script with TF_ENABLE_ONEDNN_OPTS=1 in its environment (oneDNN's kernels, "
+        "which this process ran without: TensorFlow turns them on by default only on some "
+        f"CPUs) and time a few steps each way: {kernel} takes {share / forward:.0f}x the "
+        f"forward convolutions' time ({100 * share:.0f}% of the kernels against "
+        f"{100 * forward:.0f}%), far more than the same arithmetic needs, TensorFlow's own "
+        "kernel being slow for these shapes on this CPU (Keras's WGAN-GP, its "
+        "Conv2DBackpropInput 43x its forward, ran its step 3.3-3.5x faster with oneDNN's, "
+        "without the profiler). " + f["compute_fix"]
+    )
 
 
 #: The fewest flops a step's count may hold per kernel it ran before it is taken for a count

@@ -637,6 +637,7 @@ class ScriptRun:
             "tf_threads": tf_threads(),
             "dtype_policy": _dtype_policy(d.facts.model),
             "cpu_arith": cpu_arith(),
+            "onednn": onednn_on(),
             "fit": {
                 k: v
                 for k, v in d.facts.fit.items()
@@ -805,6 +806,19 @@ def _cpu_arith() -> tuple[str, ...] | None:
     except OSError:
         return None
     return None
+
+
+def onednn_on() -> bool | None:
+    """Whether TensorFlow runs oneDNN's kernels in this process (TF_ENABLE_ONEDNN_OPTS, on by
+    default only on some CPUs); None without TensorFlow imported or where it cannot say."""
+    if "tensorflow" not in sys.modules:
+        return None
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+
+        return bool(_pywrap_util_port.IsMklEnabled())
+    except Exception:  # another TensorFlow's layout
+        return None
 
 
 def _dtype_policy(model: Any) -> str | None:
