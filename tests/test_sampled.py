@@ -482,6 +482,13 @@ def test_the_eager_fix_saves_at_most_what_the_called_function_holds() -> None:
         Sample((train,), 500, "tf_data"),  # another thread's: not counted
     )
     assert sampling.function_share(samples, "train") == (0.75, 80)
+    # A method's frame, qualified by its class, is the function too.
+    method = tuple(
+        Sample(tuple(Frame("Trainer.train", script_file, 60) if f is train else f
+                     for f in s.frames), s.count, s.thread)
+        for s in samples
+    )  # fmt: skip
+    assert sampling.function_share(method, "train") == (0.75, 80)
     auto = {"chosen_line": 91, "calls": ["train"], "updates": False}
     trace = SimpleNamespace(
         script={"auto_step": auto}, phase=lambda name: SimpleNamespace(samples=samples)
@@ -494,6 +501,12 @@ def test_the_eager_fix_saves_at_most_what_the_called_function_holds() -> None:
     f = {"python_dispatch_us": 5_000.0, "step_us": 10_000.0}
     performance._eager_saving(f, trace)
     assert f["eager_saving_us"] == 5_000.0 and f["eager_saving_how"] == ""
+    # The function not found in the samples (under a tenth): no bound.
+    absent = SimpleNamespace(script={"auto_step": {**auto, "calls": ["other"]}},
+                             phase=trace.phase)  # fmt: skip
+    f = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0}
+    performance._eager_saving(f, absent)
+    assert f["eager_saving_us"] == 9_400.0
     # Too few samples, or the loop's body itself the step: the step's Python and dispatch.
     few = SimpleNamespace(script={"auto_step": auto},
                           phase=lambda name: SimpleNamespace(samples=samples[:1][:0]))  # fmt: skip

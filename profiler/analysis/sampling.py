@@ -282,7 +282,12 @@ def function_share(samples: Sequence[Sample], name: str) -> tuple[float, int] | 
     if not total:
         return None
     hits = sum(
-        s.count for s in inside if any(f.function == name and is_own_frame(f) for f in s.frames)
+        s.count
+        for s in inside
+        if any(
+            (f.function == name or f.function.endswith(f".{name}")) and is_own_frame(f)
+            for f in s.frames
+        )
     )
     return hits / total, total
 

@@ -438,6 +438,8 @@ GRAPH_FIX = (
 
 #: Samples inside the steps for the called function's share to bound the eager fix's saving.
 FUNCTION_SHARE_SAMPLES = 30
+#: ... and the least share of them it must hold for that bound.
+FUNCTION_SHARE_MIN = 0.1
 
 
 def _eager_saving(f: dict[str, Any], trace: Any) -> None:
@@ -459,7 +461,9 @@ def _eager_saving(f: dict[str, Any], trace: Any) -> None:
     if got is None or got[1] < FUNCTION_SHARE_SAMPLES or not f.get("step_us"):
         return
     share, n = got
-    if share * f["step_us"] < f["python_dispatch_us"]:
+    # Under a tenth: the function's frames not found by that name (a method called through
+    # another), not a bound.
+    if share >= FUNCTION_SHARE_MIN and share * f["step_us"] < f["python_dispatch_us"]:
         f["eager_saving_us"] = share * f["step_us"]
         f["eager_saving_how"] = (
             f" ({name} holds {100 * share:.0f}% of the step, from {n:,} samples; the rest of "
