@@ -493,27 +493,27 @@ def test_the_eager_fix_saves_at_most_what_the_called_function_holds() -> None:
     trace = SimpleNamespace(
         script={"auto_step": auto}, phase=lambda name: SimpleNamespace(samples=samples)
     )
-    f: dict = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0}
+    f: dict = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0, "eager": True}
     performance._eager_saving(f, trace)
     assert f["eager_saving_us"] == 7_500.0
     assert "train holds 75% of the step, from 80 samples" in f["eager_saving_how"]
     # The function holding more than the step's Python and dispatch: those are the bound.
-    f = {"python_dispatch_us": 5_000.0, "step_us": 10_000.0}
+    f = {"python_dispatch_us": 5_000.0, "step_us": 10_000.0, "eager": True}
     performance._eager_saving(f, trace)
     assert f["eager_saving_us"] == 5_000.0 and f["eager_saving_how"] == ""
     # The function not found in the samples (under a tenth): no bound.
     absent = SimpleNamespace(script={"auto_step": {**auto, "calls": ["other"]}},
                              phase=trace.phase)  # fmt: skip
-    f = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0}
+    f = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0, "eager": True}
     performance._eager_saving(f, absent)
     assert f["eager_saving_us"] == 9_400.0
     # Too few samples, or the loop's body itself the step: the step's Python and dispatch.
     few = SimpleNamespace(script={"auto_step": auto},
                           phase=lambda name: SimpleNamespace(samples=samples[:1][:0]))  # fmt: skip
-    f = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0}
+    f = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0, "eager": True}
     performance._eager_saving(f, few)
     assert f["eager_saving_us"] == 9_400.0
     body = SimpleNamespace(script={"auto_step": {**auto, "updates": True}}, phase=trace.phase)
-    f = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0}
+    f = {"python_dispatch_us": 9_400.0, "step_us": 10_000.0, "eager": True}
     performance._eager_saving(f, body)
     assert f["eager_saving_us"] == 9_400.0

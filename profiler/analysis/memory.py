@@ -64,7 +64,8 @@ class Cause:
         per_step: items, ops, traces or calls per step after the warm-up (an array: bytes).
         bytes_per_step: the bytes that adds a step, where known (a container's items).
         share: those bytes over the process's growth per step (None: not known).
-        detail: what an item is (``a tf.Tensor float32 (1024, 1)``) or the ops' types.
+        detail: what an item is (``a tf.Tensor float32 (1024, 1)``), the ops' types, or for
+            ``predict`` the calls the run made in all (digits).
         line, text: the script's line that creates the ops (a graph), None if not seen.
     """
 

@@ -452,6 +452,8 @@ def _eager_saving(f: dict[str, Any], trace: Any) -> None:
         return
     f["eager_saving_us"] = f["python_dispatch_us"]
     f["eager_saving_how"] = ""
+    if not f.get("eager"):  # only the eager finding reads it
+        return
     auto = (trace.script or {}).get("auto_step") or {}
     rec = trace.phase("sampled")
     if auto.get("updates") or not auto.get("calls") or rec is None or not rec.samples:
