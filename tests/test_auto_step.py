@@ -4,6 +4,7 @@ iterator, a predict loop, a numpy loop)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -574,3 +575,93 @@ def test_loops_that_are_no_candidate_make_no_mark_call_until_a_candidate_starts(
     )
     assert data not in calls  # its 50 iterations ran before any candidate
     assert calls.count(train) == 3 and calls.count(inner) == 12
+
+
+def _run_calls(tmp_path: Path, body: str) -> tuple[object, object, list[int]]:
+    """``body`` run with its loops marked and ``update``/``sync`` standing in for tf.functions
+    (each outermost call a framework step unless held back): (the loops, the driver, the step
+    ends' call counts)."""
+    import ast
+
+    from profiler.capture.script import detect, source
+    from profiler.capture.script.driver import StepDriver
+    from profiler.clock import FakeClock
+
+    src = source.Source(tmp_path / "rl.py", ast.parse(body))
+    sites = source.mark_loops(src)
+    clock = FakeClock(start_ns=1)
+    d = StepDriver(clock)
+    d._arm(None)
+    marks = detect.LoopMarks(d, sites)
+    made = [0]
+
+    def fake(_name: str):
+        def call() -> None:
+            made[0] += 1
+            clock.advance(2_000_000)
+
+        return detect.wrap_call(call, d, "tf_function")
+
+    ends: list[int] = []
+    boundary = d.boundary
+
+    def counted() -> None:
+        ends.append(made[0])
+        boundary()
+
+    d.boundary = counted  # type: ignore[method-assign]
+    g = {
+        source.LOOP_MARK: marks.mark,
+        source.LOOP_END: marks.end,
+        source.LOOP_ON: marks.on,
+        "update": fake("update"),
+        "sync": fake("sync"),
+        "go": fake("go"),
+        "act": lambda: clock.advance(5_000_000),
+    }
+    exec(src.compile(), g)
+    return marks, d, ends
+
+
+def test_a_loop_whose_iterations_make_several_tf_function_calls_is_the_steps(tmp_path: Path):
+    # Keras's DDPG example: per environment step an eager actor call, one update and two
+    # target updates (tf.functions): the iterations are the steps, not the three calls.
+    marks, d, ends = _run_calls(
+        tmp_path,
+        "for episode in range(2):\n"
+        "    for t in range(50):\n"
+        "        act()\n"
+        "        update()\n"
+        "        sync()\n"
+        "        sync()\n",
+    )
+    assert marks.chosen >= 0 and marks.sites[marks.chosen].line == 2, marks.why
+    assert "3 tf.function calls" in marks.why
+    assert d.detectors["tf_function"].steps == 0
+    assert d.detectors["auto_loop"].steps == d.done
+    # Every step is one iteration of three calls; the first three iterations were watched.
+    assert {b - a for a, b in itertools.pairwise(ends)} == {3}
+    assert marks.record()["held_calls"] == 9 and marks.record()["watched_iterations"] == 3
+
+
+def test_a_loop_of_one_tf_function_call_an_iteration_keeps_the_calls_as_steps(tmp_path: Path):
+    marks, d, ends = _run_calls(
+        tmp_path,
+        "for epoch in range(3):\n    for batch in range(40):\n        update()\n",
+    )
+    assert marks.chosen < 0 and marks.why == "steps came from the framework first"
+    # Only the first call was held back (the iteration before the next made one call).
+    assert marks.record()["held_calls"] == 1
+    assert d.detectors["tf_function"].steps == 119 == d.done
+
+
+def test_an_epoch_loop_around_a_loop_of_calls_is_not_taken_for_its_calls(tmp_path: Path):
+    # The epoch loop names training, the batch loop inside it does not: its iterations (one
+    # call each) are the steps, not the epochs of five calls.
+    marks, d, _ = _run_calls(
+        tmp_path,
+        "for epoch in range(6):\n    for x in range(5):\n        go()\n",
+    )
+    assert not marks.candidate[1] and marks.candidate[0]
+    assert marks.chosen < 0, marks.why
+    assert d.detectors["tf_function"].steps == d.done >= 30 - marks.record()["held_calls"]

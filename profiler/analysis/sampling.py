@@ -305,3 +305,35 @@ def own_functions(samples: Sequence[Sample]) -> list[tuple[str, float]]:
         if own is not None:
             by[own] += s.count
     return [(name, n / total) for name, n in by.most_common()]
+
+
+#: Frames of TensorFlow's or Keras's Python: below a function of the script, its ops or model.
+_FRAMEWORK_FILES = ("/tensorflow/", "/keras/", "/tf_keras/")
+
+
+def eager_share(samples: Sequence[Sample], names: Sequence[str]) -> tuple[str, float, int] | None:
+    """Of the user's own functions ``names`` (those the steps' loop calls), the one whose
+    samples inside steps most often run TensorFlow's or Keras's Python under it outside any
+    tf.function (its ops or its model called eagerly, one op at a time): (its name, that share
+    of the samples inside steps, how many samples that is of); None without samples or hits."""
+    inside = _in_steps(samples)
+    total = sum(s.count for s in inside)
+    if not total or not names:
+        return None
+    hits: Counter[str] = Counter()
+    for s in inside:
+        frames = s.frames
+        for i, f in enumerate(frames):
+            name = next((n for n in names if f.function == n or f.function.endswith(f".{n}")), None)
+            if name is None or not is_own_frame(f):
+                continue
+            below = frames[i + 1 :]
+            if any(FUNCTION_FRAME in b.file for b in below):
+                break
+            if any(not b.native and any(p in b.file for p in _FRAMEWORK_FILES) for b in below):
+                hits[name] += s.count
+            break
+    if not hits:
+        return None
+    name, n = hits.most_common(1)[0]
+    return name, n / total, total

@@ -23,6 +23,7 @@ from profiler.analysis import whatif as whatif_analysis
 from profiler.diagnoses import before_steps as start_rules
 from profiler.diagnoses import calls as call_rules
 from profiler.diagnoses import conversion as convert_rules
+from profiler.diagnoses import eager_calls as eager_call_rules
 from profiler.diagnoses import gc as gc_rules
 from profiler.diagnoses import input as input_rules
 from profiler.diagnoses import long_steps as long_rules
@@ -167,6 +168,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: input_rules.cache_fill_facts(f, trace, getattr(wa, "one_off", None)),
         lambda: call_rules.call_facts(f, trace),
         lambda: call_rules.fit_facts(f, trace),
+        lambda: eager_call_rules.eager_call_facts(f, trace),
         lambda: loop_rules.loop_facts(f, trace),
         lambda: loop_rules.where_facts(f, trace),
         lambda: convert_rules.conversion_facts(f, trace),
@@ -2916,6 +2918,7 @@ RULES: tuple[Rule, ...] = (
     ),
     *input_rules.RULES,
     *call_rules.RULES,
+    *eager_call_rules.RULES,
     *step_lines.RULES,
     *py_rules.RULES,
     *loop_rules.RULES,

@@ -74,6 +74,9 @@ def wrap_call(fn: Callable[..., Any], driver: StepDriver, source: str) -> Callab
             counter.calls += 1
             return fn(*args, **kwargs)
         if not d.started:
+            if d.defer is not None and d.defer(source):
+                counter.calls += 1
+                return fn(*args, **kwargs)
             d.begin()
         d.block += 1
         d.open_wrap()
@@ -126,7 +129,7 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
         # the next call) made later validations of the segmentation tutorial 2-4.5 s instead of
         # 0.25-0.4 s (measured without the profiler, the arguments held or not, alternated).
         s.last_call = None if _iterates(args, kwargs) else (args, kwargs)
-        if s.evaluation and not d.block and _trains_elsewhere(stats, s):
+        if s.evaluation and not d.block and _trains_elsewhere(stats, s, d):
             # A validation pass's function between the training function's steps: time
             # between steps (an epoch's end), not steps of its own.
             d.detector("tf_function_evaluation").calls += 1
@@ -164,8 +167,14 @@ def _iterates(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return False
 
 
-def _trains_elsewhere(stats: dict[int, FunctionStats], s: FunctionStats) -> bool:
-    """Whether another of the script's functions, not named as an evaluation, was called."""
+def _trains_elsewhere(stats: dict[int, FunctionStats], s: FunctionStats, d: StepDriver) -> bool:
+    """Whether another of the script's functions, not named as an evaluation, was called, or
+    ``fit``'s batches were steps (TF's text generation tutorial: 48 fit batches of ~0.5 s, then
+    2,000 calls of ``generate_one_step``, 1.4 ms each, taken as steps: "the last epoch's steps
+    took 1.36 ms, 323.6x faster than the timed window's 441 ms")."""
+    fit = d.detectors.get("keras_fit")
+    if fit is not None and fit.steps:
+        return True
     return any(o is not s and o.calls and o.own and not o.evaluation for o in stats.values())
 
 
@@ -1129,6 +1138,15 @@ SNAP_MIN_NS = 3_000
 #: The step time a training loop's iteration is typically near (log scale): an epoch loop is
 #: far above it, a loop over the samples or layers of one batch far below.
 TARGET_STEP_NS = 10_000_000
+#: A candidate loop whose last two iterations each made at least this many outermost
+#: tf.function calls is the steps, not those calls (Keras's DDPG example: per environment step
+#: the eager actor call, ``Buffer.update`` and two ``update_target`` calls, 23.9 ms; its three
+#: calls were taken as three steps, a third of an iteration each, and the eager call between
+#: them read as "one step in every 3 is 6.8x a normal step").
+CALLS_PER_ITERATION = 2
+#: The tf.function calls held back (no step) while a candidate loop is watched for them, at
+#: most: a loop of more per iteration is an epoch's, its calls the steps.
+HELD_CALLS_MAX = 24
 
 
 class LoopMarks:
@@ -1215,6 +1233,14 @@ class LoopMarks:
         #: count. A data-preparation loop's 800,000 iterations before the first step paid a
         #: call each (0.4 s of Python made 0.6-1.0 s).
         self.on = bytearray(bytes(map(bool, self.candidate)))
+        #: tf.function calls held back before any step (``defer``), and per candidate loop
+        #: that count at its last three iteration starts with every loop's count then: the
+        #: calls each of its iterations made, and the loops that iterated once a call.
+        self.deferred = 0
+        self.released = False
+        self.held_at: list[list[tuple[int, list[int]]]] = [[] for _ in range(n)]
+        if choose:
+            driver.defer = self.defer
 
     def mark(self, k: int) -> None:
         if self.decided:
@@ -1239,6 +1265,8 @@ class LoopMarks:
         if not self.first_ns:
             self.first_ns = t
             self.on[:] = bytes(c or t for c, t in zip(self.candidate, self.tally, strict=True))
+        if self.deferred and not self.released and not d.block and self._calls_decide(k):
+            return
         prev = self.last[k]
         if self._iteration(k, t):
             # Too short ever to be chosen: no longer timed (a 1 µs inner loop watched for
@@ -1299,6 +1327,65 @@ class LoopMarks:
             self.last[k] = 0
             if self.candidate[k]:
                 self.active_ns = now
+
+    def defer(self, source: str) -> bool:
+        """Whether a tf.function call that would begin the steps is held back (counted, no
+        step): it runs inside an iteration of a candidate loop, watched for the calls its
+        iterations make (``_calls_decide``), until ``HELD_CALLS_MAX`` calls."""
+        if self.decided or self.released or source != "tf_function":
+            return False
+        if self.ident() != self.main:
+            return False
+        if not any(c and last for c, last in zip(self.candidate, self.last, strict=True)):
+            return False
+        if self.deferred >= HELD_CALLS_MAX:
+            self.released = True
+            return False
+        self.deferred += 1
+        return True
+
+    def _calls_decide(self, k: int) -> bool:
+        """At an iteration start of candidate ``k`` before any step: whether its last two
+        iterations each made ``CALLS_PER_ITERATION`` or more held tf.function calls while no
+        other loop iterated once a call (those are the steps' loop: an epoch loop around the
+        batches is not); then ``k`` is chosen and this iteration is the first step (True).
+        Where ``k``'s iterations made one call each, the calls are the steps (released)."""
+        if not self.deferred:
+            return False  # no call held yet (a numpy loop pays this test only)
+        held = self.held_at[k]
+        if not held and self.deferred == 1:
+            self.released = True  # the iteration before made one call: the calls are the steps
+            return False
+        held.append((self.deferred, self.count.copy()))
+        if len(held) > 3:
+            del held[0]
+        if len(held) < 3:
+            return False
+        (a, ca), (b, _), (c, cc) = held
+        per = (b - a, c - b)
+        if per == (1, 1):
+            self.released = True  # one call an iteration: the calls are the steps
+            return False
+        if min(per) < CALLS_PER_ITERATION:
+            return False
+        calls = c - a
+        if any(j != k and cc[j] - ca[j] >= calls for j in range(len(cc))):
+            self.released = True  # a loop inside runs once a call: its calls are the steps
+            return False
+        site = self.sites[k]
+        self.decided = True
+        self.chosen = k
+        self.why = (
+            f"the {site.kind} loop at line {site.line} ({site.function}): each of its "
+            f"iterations made {per[1]} tf.function calls (the calls are parts of its steps)"
+        )
+        sc = getattr(site, "calls", ())
+        if sc and not body_is_step(site):
+            self.driver.facts.step_function_name = sc[0]
+        self.on[:] = bytes(j == k for j in range(len(self.on)))
+        self.watched_n = self.count[k]
+        self._step()
+        return True
 
     def _tally(self, k: int) -> None:
         """Count and time an iteration of a loop that is not a candidate (its own stats only:
@@ -1527,6 +1614,8 @@ class LoopMarks:
             "second_forward": list(site.second_forward) if site is not None else [0, ""],
             "suggested_line": suggested.line if suggested is not None else None,
             "why": self.why,
+            # tf.function calls made before any step while a loop was watched for them.
+            "held_calls": self.deferred,
             # The chosen loop's iterations before its first step, and their time.
             "watched_iterations": watched,
             "watched_s": round(watched_ns / 1e9, 3),

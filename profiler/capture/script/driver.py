@@ -373,6 +373,10 @@ class StepDriver:
         #: the script's thread when it leaves the steps' loop and when it comes back, so the
         #: script's own code after the loop runs as written.
         self.held: tuple[Callable[[], Any], Callable[[], Any]] | None = None
+        #: Asked by a framework detector before its call begins the steps (its source); True:
+        #: the call is held back, no step (``detect.LoopMarks.defer``: the loop it runs in is
+        #: being watched, its iterations perhaps the steps).
+        self.defer: Callable[[str], bool] | None = None
         self.paused = False
         #: Counts every change of ``held`` and ``paused`` (the memory census drops one taken
         #: across a change: ``RssSampler.state``).
