@@ -1237,6 +1237,7 @@ class LoopMarks:
         #: that count at its last three iteration starts with every loop's count then: the
         #: calls each of its iterations made, and the loops that iterated once a call.
         self.deferred = 0
+        self.deferred_ns = 0
         self.released = False
         self.held_at: list[list[tuple[int, list[int]]]] = [[] for _ in range(n)]
         if choose:
@@ -1341,6 +1342,8 @@ class LoopMarks:
         if self.deferred >= HELD_CALLS_MAX:
             self.released = True
             return False
+        if not self.deferred:
+            self.deferred_ns = self.driver.clock()
         self.deferred += 1
         return True
 
@@ -1583,6 +1586,10 @@ class LoopMarks:
         12,931 steps, the first 7,069 having gone to the watching); (0, 0) with no choice."""
         k = self.chosen
         d = self.driver
+        if k < 0 and self.deferred and d.started:
+            # The tf.function calls held back while the loop was watched for them, from the
+            # first: steps of the script all the same.
+            return self.deferred, max(d.first_start_ns - self.deferred_ns, 0)
         if k < 0 or not d.started or not self.began[k]:
             return 0, 0
         return self.watched_n, max(d.first_start_ns - self.began[k], 0)
