@@ -138,6 +138,12 @@ def test_signature_advice_only_for_a_function_the_script_defines():
     # A record written before functions had an origin counts as the script's own.
     old = {k: v for k, v in own.items() if k not in ("module", "own")}
     assert set(_tracing([old])) == {"retracing"}
+    # A function none of whose calls were steps (TF's text generation tutorial's
+    # generate_one_step after fit's batches, retraced as its states went from None to a
+    # tensor): its traces are not the steps', no retracing finding.
+    after = {**shapes, "name": "OneStep.generate_one_step", "outside_calls": 100}
+    assert "retracing" not in _tracing([after])
+    assert set(_tracing([{**after, "outside_calls": 99}])) == {"retracing"}
 
 
 def own_fn() -> dict:

@@ -477,3 +477,31 @@ def test_a_functions_last_arguments_are_kept_unless_one_is_an_iterator() -> None
     assert d.facts.functions[id(fn)].last_call is None
     call(fn, 5, scale=2)
     assert d.facts.functions[id(fn)].last_call == ((5,), {"scale": 2})
+
+
+def test_a_generation_function_called_after_fits_batches_is_no_step() -> None:
+    """TF's text generation tutorial: after fit's 48 batches, 2,000 calls of the script's own
+    ``generate_one_step`` were steps ("323.6x faster than the timed window")."""
+    from profiler.capture.script import detect
+
+    def generate_one_step(*_a: object) -> None:
+        return None
+
+    class Function:
+        python_function = staticmethod(generate_one_step)
+
+        def experimental_get_tracing_count(self) -> int:
+            return 1
+
+    d = StepDriver(FakeClock(tick_ns=10))
+    d.started = True
+    d._arm(None)
+    call = detect.wrap_function_call(lambda self, *a, **k: None, d)
+    fn = Function()
+    call(fn, 1)  # no training seen yet: a step
+    assert d.done == 1
+    d.detector("keras_fit").steps = 48
+    for _ in range(5):
+        call(fn, 1)
+    assert d.done == 1 and d.detectors["tf_function_evaluation"].calls == 5
+    assert d.facts.functions[id(fn)].to_json()["outside_calls"] == 5

@@ -133,6 +133,7 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
             # A validation pass's function between the training function's steps: time
             # between steps (an epoch's end), not steps of its own.
             d.detector("tf_function_evaluation").calls += 1
+            s.outside += 1
             try:
                 return fn(self, *args, **kwargs)
             finally:

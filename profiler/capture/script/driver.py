@@ -282,6 +282,8 @@ class FunctionStats:
     #: Named as an evaluation (``test_step``, ``val_step``, ``evaluate``): once another of the
     #: script's functions is the steps, its calls between them are not steps (``detect``).
     evaluation: bool = False
+    #: Its calls made between or after the steps as an evaluation's (none of them a step).
+    outside: int = 0
     #: The last call's arguments (the what-ifs trace with them before switching a variant in).
     last_call: tuple[tuple[Any, ...], dict[str, Any]] | None = field(default=None, repr=False)
 
@@ -294,6 +296,7 @@ class FunctionStats:
             "changed": {k: {"times": v[0], "what": v[1]} for k, v in self.changed.items()},
             "module": self.module,
             "own": self.own,
+            "outside_calls": self.outside,
         }
 
 
