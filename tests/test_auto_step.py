@@ -669,3 +669,67 @@ def test_an_epoch_loop_around_a_loop_of_calls_is_not_taken_for_its_calls(tmp_pat
     assert not marks.candidate[1] and marks.candidate[0]
     assert marks.chosen < 0, marks.why
     assert d.detectors["tf_function"].steps == d.done >= 30 - marks.record()["held_calls"]
+
+
+def test_a_training_loop_in_a_module_beside_the_script_is_found(tmp_path: Path):
+    # CS231n's Solver: the script builds the data and calls solver.train(), whose loop over
+    # the iterations is in cs231n/solver.py; only the script's loops were watched and the
+    # whole run was one step.
+    pkg = tmp_path / "course"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "solver.py").write_text(
+        "import numpy as np\n"
+        "\n"
+        "\n"
+        "class Solver:\n"
+        "    def __init__(self, x, y):\n"
+        "        self.x, self.y, self.w = x, y, np.zeros((x.shape[1], 1))\n"
+        "\n"
+        "    def _step(self):\n"
+        "        grad = self.x.T @ (self.x @ self.w - self.y) / len(self.x)\n"
+        "        self.w -= 0.01 * grad\n"
+        "\n"
+        "    def train(self, iterations):\n"
+        "        for t in range(iterations):\n"
+        "            self._step()\n"
+    )
+    body = """
+    import numpy as np
+    from course.solver import Solver
+
+    x = np.random.rand(256, 64)
+    y = x.sum(axis=1, keepdims=True)
+    Solver(x, y).train(20000)
+    print("done")
+    """
+    w = _auto(tmp_path, "train.py", body, "--phases", "timed")
+    auto = w["script"]["auto_step"]
+    assert (auto["chosen_line"], auto["chosen_file"]) == (13, "course/solver.py"), auto["why"]
+    assert "line 13 of course/solver.py (train)" in auto["why"]
+    assert auto["files"] == ["course/solver.py"]
+    assert w["script"]["steps"] + auto["watched_iterations"] == 20000
+    # No bytecode of the marked module was written beside it.
+    assert not list(pkg.glob("__pycache__/solver*.pyc"))
+
+
+def test_a_modules_loops_are_numbered_after_the_scripts_and_chosen_among_them():
+    import ast
+
+    from profiler.capture.script import detect, source
+    from profiler.capture.script.driver import StepDriver
+    from profiler.clock import FakeClock
+
+    script = source.Source(Path("t.py"), ast.parse("for i in range(3):\n    rows = i\n"))
+    module = source.Source(
+        Path("m.py"), ast.parse("def fit(n):\n    for t in range(n):\n        update()\n")
+    )
+    marks = detect.LoopMarks(StepDriver(FakeClock(start_ns=1)), source.mark_loops(script))
+    assert marks.candidate == [True]  # no loop updates: every loop a candidate
+    sites = source.mark_loops(module, first=len(marks.sites), file="m.py")
+    assert [(s.index, s.file) for s in sites] == [(1, "m.py")]
+    on = marks.on
+    marks.add(sites)
+    # The module's loop updates the model: the only candidate now; the flags extended in place.
+    assert marks.candidate == [False, True] and marks.on is on and list(on) == [0, 1]
+    assert detect.LoopMarks.where(sites[0]) == "line 2 of m.py"

@@ -546,7 +546,7 @@ def test_a_function_the_loop_calls_that_runs_tensorflow_eagerly_beside_tf_functi
     trace = SimpleNamespace(script=script, phase=lambda name: SimpleNamespace(samples=samples))
     f: dict = {"framework": "tf2", "mode": "function", "step_us": 12_000.0}
     eager_calls.eager_call_facts(f, trace)
-    assert (f["eager_fn"], f["eager_fn_line"], f["eager_fn_pct"]) == ("policy", 34, 45.0)
+    assert (f["eager_fn"], f["eager_fn_line"], f["eager_fn_pct"]) == ("policy", "34", 45.0)
     assert f["eager_fn_us"] == 0.45 * 12_000.0
     # A step with no tf.function (the eager finding's), or the switch that runs them all
     # eagerly, or a share under a fifth: nothing.

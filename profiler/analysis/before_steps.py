@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from profiler.analysis import auto_step
 from profiler.model import Frame, Sample, is_own_frame
 
 IMPORTS = "imports"
@@ -124,10 +125,10 @@ def _chosen_loop(script: Mapping[str, Any]) -> tuple[str, str, int, int] | None:
     """The automatic step's loop, if one was chosen: its file's name, function and lines."""
     auto = script.get("auto_step") or {}
     line = auto.get("chosen_line")
-    loop = next((lp for lp in auto.get("loops") or () if lp.get("line") == line), None)
+    loop = auto_step.chosen_loop(auto)
     if not line or loop is None:
         return None
-    file = str(script.get("path") or "").rsplit("/", 1)[-1]
+    file = str(auto.get("chosen_file") or script.get("path") or "").rsplit("/", 1)[-1]
     return file, str(loop.get("function") or ""), int(line), int(loop.get("end_line") or line)
 
 

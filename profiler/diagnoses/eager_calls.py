@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from profiler.analysis import sampling
+from profiler.analysis import auto_step, sampling
 from profiler.diagnoses.engine import Rule
 
 #: The share of the sampled steps the eager function must hold (its samples with TensorFlow's
@@ -44,7 +44,7 @@ def eager_call_facts(f: dict[str, Any], trace: Any) -> None:
     if share < MIN_SHARE or n < MIN_SAMPLES:
         return
     f["eager_fn"] = name
-    f["eager_fn_line"] = int(auto["chosen_line"])
+    f["eager_fn_line"] = auto_step.chosen_where(auto).removeprefix("line ")
     f["eager_fn_pct"] = 100 * share
     f["eager_fn_us"] = share * step
     f["eager_fn_samples"] = n

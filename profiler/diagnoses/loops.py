@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from profiler.analysis import sampling
+from profiler.analysis import auto_step, sampling
 from profiler.diagnoses.conversion import CONVERT_PCT
 from profiler.diagnoses.engine import Rule
 
@@ -46,12 +46,17 @@ MAX_SHARE = 1.25
 TYPICAL_FACTOR = 0.5
 
 
+def _line(lp: Any) -> str:
+    """A watched loop's line, with its file where that is not the script (``45 of layers.py``)."""
+    return f"{lp['line']} of {lp['file']}" if lp.get("file") else str(lp["line"])
+
+
 def loop_facts(f: dict[str, Any], trace: Any) -> None:
     """The inner loop that holds most of an automatic step's time, if one runs per sample."""
     auto = (trace.script or {}).get("auto_step") or {}
     line = auto.get("chosen_line")
     loops = auto.get("loops") or []
-    step = next((lp for lp in loops if lp["line"] == line), None)
+    step = auto_step.chosen_loop(auto)
     if step is None or not step.get("iterations") or not step.get("mean_us"):
         return
     # The step loop's iterations that ended while watched: the one the choice began in is a
@@ -71,9 +76,8 @@ def loop_facts(f: dict[str, Any], trace: Any) -> None:
     for lp in loops:
         if lp is step or not lp.get("mean_us") or not lp.get("iterations"):
             continue
-        if lp["function"] == step["function"] and not (
-            step["line"] < lp["line"] <= (step.get("end_line") or lp["line"])
-        ):
+        same = lp["function"] == step["function"] and lp.get("file") == step.get("file")
+        if same and not (step["line"] < lp["line"] <= (step.get("end_line") or lp["line"])):
             continue  # beside the step's loop, not inside it (a loop before or after it)
         if typical and "per_step_us" in lp:
             # Both from the same typical steps (the loops' means hold the slow first ones).
@@ -119,18 +123,18 @@ def loop_facts(f: dict[str, Any], trace: Any) -> None:
     # 107 µs busy, 10 a 1,020 µs step; ~74 µs measured without the profiler). Their share
     # holds, both timed at that moment; their absolute time does not.
     f["inner_us"] = f["step_us"] * min(group[0][1], 1.0) / per_step
-    f["step_line"] = line
+    f["step_line"] = f"{line} of {step['file']}" if step.get("file") else line
     if len(group) == 1:
         f["inner_where"] = (
-            f"the loop at line {lp['line']} ({lp['function']}) {per_step:.0f} times, "
+            f"the loop at line {_line(lp)} ({lp['function']}) {per_step:.0f} times, "
             f"{f['inner_us']:,.1f} µs an iteration"
         )
     elif len({x[0]["function"] for x in group}) == 1:
-        lines = ", ".join(str(x[0]["line"]) for x in group[:-1]) + f" and {group[-1][0]['line']}"
+        lines = ", ".join(str(x[0]["line"]) for x in group[:-1]) + f" and {_line(group[-1][0])}"
         times = ", ".join(f"{x[2]:.0f}" for x in group)
         f["inner_where"] = f"the loops at lines {lines} ({lp['function']}) {times} times each"
     else:
-        each = [f"{x[0]['line']} ({x[0]['function']})" for x in group]
+        each = [f"{_line(x[0])} ({x[0]['function']})" for x in group]
         lines = ", ".join(each[:-1]) + f" and {each[-1]}"
         times = ", ".join(f"{x[2]:.0f}" for x in group)
         f["inner_where"] = f"the loops at lines {lines} {times} times each"
@@ -270,10 +274,8 @@ def where_facts(f: dict[str, Any], trace: Any) -> None:
     if rec is None or not rec.samples or not (trace.script or {}).get("path"):
         return
     auto = (trace.script or {}).get("auto_step") or {}
-    step_fn = next(
-        (lp["function"] for lp in auto.get("loops") or [] if lp["line"] == auto.get("chosen_line")),
-        None,
-    )
+    chosen = auto_step.chosen_loop(auto)
+    step_fn = chosen["function"] if chosen is not None else None
     for name, share in sampling.own_functions(rec.samples)[:3]:
         if step_fn is not None and name.startswith(f"{step_fn} ("):
             continue

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from statistics import median
 from typing import Any
 
-from profiler.analysis import purposes, sampling, stats
+from profiler.analysis import auto_step, purposes, sampling, stats
 from profiler.analysis import whatif as whatif_analysis
 from profiler.diagnoses import before_steps as start_rules
 from profiler.diagnoses import calls as call_rules
@@ -513,19 +513,19 @@ def _step_function(trace: Any) -> str:
                     "use them there"
                 )
             return (
-                f"the body of the loop at line {auto['chosen_line']} (its forward pass, "
+                f"the body of the loop at {auto_step.chosen_where(auto)} (its forward pass, "
                 "gradients, update and metrics, moved into one function that takes the batch "
                 f"as its arguments; of the script's functions it calls ({calls}), those doing "
                 "the step's math go inside it, and those that make the batch in numpy, print, "
                 "or convert with float() or .numpy() stay outside, as inside tf.function they "
                 f"run once, when it traces{metrics})"
             )
-        return f"{auto['calls'][0]} (called by the loop at line {auto['chosen_line']})"
+        return f"{auto['calls'][0]} (called by the loop at {auto_step.chosen_where(auto)})"
     marked = (script.get("marks") or {}).get("step_function")
     if marked:
         return marked
     if auto.get("chosen_line"):
-        return f"the body of the loop at line {auto['chosen_line']} (moved into a function)"
+        return f"the body of the loop at {auto_step.chosen_where(auto)} (moved into a function)"
     return "the step function"
 
 

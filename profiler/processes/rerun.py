@@ -86,10 +86,14 @@ def same_steps(trace: WorkloadTrace) -> dict[str, Any]:
     steps = int(script.get("steps") or 0)
     auto = script.get("auto_step") or {}
     line = auto.get("chosen_line")
-    if not line or script.get("marks") or auto.get("calls"):
+    # A loop of another file (a module of the script's folder) has no --step-line: the later
+    # run finds it again.
+    if not line or script.get("marks") or auto.get("calls") or auto.get("chosen_file"):
         return {"expected_steps": steps} if steps else {}
     watched = sum(
-        int(x.get("iterations") or 0) for x in auto.get("loops") or [] if x.get("line") == line
+        int(x.get("iterations") or 0)
+        for x in auto.get("loops") or []
+        if x.get("line") == line and not x.get("file")
     )
     return {"step_line": int(line), "expected_steps": steps + watched}
 
@@ -104,8 +108,12 @@ def restart(trace: WorkloadTrace) -> dict[str, Any]:
     line = auto.get("candidate_line")
     if int(script.get("steps") or 0) or script.get("marks") or not line:
         return {}
+    if auto.get("candidate_file"):
+        return {}  # a loop of another file: no --step-line can take it
     iterations = sum(
-        int(x.get("iterations") or 0) for x in auto.get("loops") or [] if x.get("line") == line
+        int(x.get("iterations") or 0)
+        for x in auto.get("loops") or []
+        if x.get("line") == line and not x.get("file")
     )
     return {"step_line": int(line), "expected_steps": iterations}
 

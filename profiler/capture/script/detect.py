@@ -1171,24 +1171,33 @@ class LoopMarks:
         self, driver: StepDriver, sites: list[Any], choose: bool = True, fits: bool = False
     ) -> None:
         self.driver = driver
-        self.sites = sites
+        self.sites: list[Any] = []
+        self.fits = fits
         #: False (``--no-auto-step``): the loops are watched and the best one only suggested.
         self.choose = choose
         self.suggested = -1
-        n = len(sites)
-        self.count = [0] * n
-        self.timed = [0] * n
-        self.total_ns = [0] * n
-        #: Timed iterations shorter than ``DROP_ITERATION_NS``, per loop.
-        self.short = [0] * n
-        self.last = [0] * n
-        #: When each loop's first iteration started (the chosen loop's are watched, not steps).
-        self.began = [0] * n
-        #: How many times each candidate loop ran to its end while it was watched.
-        self.ends = [0] * n
+        # Per loop (``add``): its iterations, those timed and their time, those shorter than
+        # ``DROP_ITERATION_NS``, its current iteration's start, when its first began, how
+        # many times it ran to its end while watched (candidates), and for the updating loops
+        # how many times they ended (``_drives_inner``).
+        self.count: list[int] = []
+        self.timed: list[int] = []
+        self.total_ns: list[int] = []
+        self.short: list[int] = []
+        self.last: list[int] = []
+        self.began: list[int] = []
+        self.ends: list[int] = []
+        self.update_ends: list[int] = []
         #: Per candidate, at each of its iterations' starts while watched (up to SNAPS_MAX):
         #: the time and every loop's count, for the typical iteration (``typical``).
-        self.snaps: list[list[tuple[int, list[int], list[int]]]] = [[] for _ in range(n)]
+        self.snaps: list[list[tuple[int, list[int], list[int]]]] = []
+        #: tf.function calls held back before any step (``defer``), and per candidate loop
+        #: that count at its last three iteration starts with every loop's count then: the
+        #: calls each of its iterations made, and the loops that iterated once a call.
+        self.held_at: list[list[tuple[int, list[int]]]] = []
+        self.deferred = 0
+        self.deferred_ns = 0
+        self.released = False
         #: The chosen loop's iterations before its first step.
         self.watched_n = 0
         self.first_ns = 0
@@ -1201,48 +1210,79 @@ class LoopMarks:
         self.in_step = False
         self.counter = driver.detector("auto_loop")
         self.ident, self.main = threading.get_ident, driver.main
-        # The candidates: the loops that update the model in their own body if there are any,
-        # else those whose code names training, else all (a long data-loading loop before the
-        # training, or an epoch loop around the batches, is not chosen).
-        updates = [bool(getattr(s, "updates", False)) for s in sites]
-        trains = [bool(getattr(s, "training", False)) for s in sites]
-        self.updating = updates
-        #: Loops that call a function holding an updating loop (``LoopSite.drives``), and how
-        #: many times each updating loop ran to its end: one that ends twice or more in each
-        #: iteration of such a loop is a per-region or per-filter loop of the step it calls
-        #: (``_drives_inner``).
-        self.drives = [bool(getattr(s, "drives", False)) for s in sites]
-        self.update_ends = [0] * n
-        # A script calling Keras's fit with no loop of its own training: none (fit's batches
-        # are its steps; beside a busy process, a data loop building pairs before fit ran
-        # over a second and was chosen: "Python 100%, wrap line 42 in tf.function").
-        fallback = [not fits] * n
-        self.candidate = updates if any(updates) else trains if any(trains) else fallback
-        # A loop that runs once in a while from another (under ``if n % 100 == 0``, or in a
-        # function only called so) is no step where another candidate is: min-char-rnn's
-        # gradient check ran first (n == 0) and its loop was taken as the steps.
-        periodic = [bool(getattr(s, "periodic", False)) for s in sites]
-        if any(c and not p for c, p in zip(self.candidate, periodic, strict=True)):
-            self.candidate = [c and not p for c, p in zip(self.candidate, periodic, strict=True)]
-        # The other loops are only counted and timed, once a candidate has started: a loop
-        # inside the steps that names no training (a k-means step's loop over its 3,000
-        # points) is what the step spends its time in (``profiler.diagnoses.loops``).
-        self.tally = [not c for c in self.candidate]
+        self.updating: list[bool] = []
+        #: Loops that call a function holding an updating loop (``LoopSite.drives``): one
+        #: whose updating loop ends twice or more in each of its iterations is a per-region or
+        #: per-filter loop of the step it calls (``_drives_inner``).
+        self.drives: list[bool] = []
+        self.candidate: list[bool] = []
+        #: The loops that are no candidate, counted and timed once a candidate has started: a
+        #: loop inside the steps that names no training (a k-means step's loop over its 3,000
+        #: points) is what the step spends its time in (``profiler.diagnoses.loops``).
+        self.tally: list[bool] = []
         #: Per loop, whether its iterations call ``mark`` at all (the marked code reads
         #: ``on[k]`` first, ``source.LOOP_ON``): a loop that is no candidate is only tallied
         #: once a candidate has started, and after the choice only the chosen loop's marks
         #: count. A data-preparation loop's 800,000 iterations before the first step paid a
-        #: call each (0.4 s of Python made 0.6-1.0 s).
-        self.on = bytearray(bytes(map(bool, self.candidate)))
-        #: tf.function calls held back before any step (``defer``), and per candidate loop
-        #: that count at its last three iteration starts with every loop's count then: the
-        #: calls each of its iterations made, and the loops that iterated once a call.
-        self.deferred = 0
-        self.deferred_ns = 0
-        self.released = False
-        self.held_at: list[list[tuple[int, list[int]]]] = [[] for _ in range(n)]
+        #: call each (0.4 s of Python made 0.6-1.0 s). Extended in place by ``add``.
+        self.on = bytearray()
+        self.add(sites)
         if choose:
             driver.defer = self.defer
+
+    def add(self, sites: list[Any]) -> None:
+        """Watch ``sites`` too: the script's loops, then those of each module of the script's
+        own folder as it is imported (``OwnModules``; CS231n's ``Solver.train`` loop, in
+        ``solver.py``, was never seen and the whole run was one step). Before any loop ran,
+        the candidates are chosen again over all of them; after, a module's loops are only
+        tallied."""
+        m = len(sites)
+        self.sites.extend(sites)
+        for values in (
+            self.count,
+            self.timed,
+            self.total_ns,
+            self.short,
+            self.last,
+            self.began,
+            self.ends,
+            self.update_ends,
+        ):
+            values.extend([0] * m)
+        self.snaps.extend([] for _ in range(m))
+        self.held_at.extend([] for _ in range(m))
+        self.on.extend(bytes(m))
+        self.updating = [bool(getattr(s, "updates", False)) for s in self.sites]
+        self.drives = [bool(getattr(s, "drives", False)) for s in self.sites]
+        if self.first_ns or self.decided:
+            self.candidate.extend([False] * m)
+            self.tally.extend([not self.decided] * m)
+            return
+        # The candidates: the loops that update the model in their own body if there are any,
+        # else those whose code names training, else all (a long data-loading loop before the
+        # training, or an epoch loop around the batches, is not chosen).
+        updates = self.updating
+        trains = [bool(getattr(s, "training", False)) for s in self.sites]
+        # A script calling Keras's fit with no loop of its own training: none (fit's batches
+        # are its steps; beside a busy process, a data loop building pairs before fit ran
+        # over a second and was chosen: "Python 100%, wrap line 42 in tf.function").
+        fallback = [not self.fits] * len(self.sites)
+        candidate = updates if any(updates) else trains if any(trains) else fallback
+        # A loop that runs once in a while from another (under ``if n % 100 == 0``, or in a
+        # function only called so) is no step where another candidate is: min-char-rnn's
+        # gradient check ran first (n == 0) and its loop was taken as the steps.
+        periodic = [bool(getattr(s, "periodic", False)) for s in self.sites]
+        if any(c and not p for c, p in zip(candidate, periodic, strict=True)):
+            candidate = [c and not p for c, p in zip(candidate, periodic, strict=True)]
+        self.candidate = list(candidate)
+        self.tally = [not c for c in self.candidate]
+        self.on[:] = bytes(map(bool, self.candidate))
+
+    @staticmethod
+    def where(site: Any) -> str:
+        """``line 12``, or ``line 128 of cs231n/solver.py`` for a loop of another file."""
+        file = getattr(site, "file", "")
+        return f"line {site.line} of {file}" if file else f"line {site.line}"
 
     def mark(self, k: int) -> None:
         if self.decided:
@@ -1380,7 +1420,7 @@ class LoopMarks:
         self.decided = True
         self.chosen = k
         self.why = (
-            f"the {site.kind} loop at line {site.line} ({site.function}): each of its "
+            f"the {site.kind} loop at {self.where(site)} ({site.function}): each of its "
             f"iterations made {per[1]} tf.function calls (the calls are parts of its steps)"
         )
         sc = getattr(site, "calls", ())
@@ -1525,7 +1565,7 @@ class LoopMarks:
         site = self.sites[k]
         share = self.total_ns[k] / watched
         self.why = (
-            f"the {site.kind} loop at line {site.line} ({site.function}): its iterations took "
+            f"the {site.kind} loop at {self.where(site)} ({site.function}): its iterations took "
             f"{mean / 1e3:,.1f} µs on average, {share:.0%} of the first "
             f"{watched / 1e9:.2f} s of loop activity"
         )
@@ -1557,9 +1597,14 @@ class LoopMarks:
         if k < 0:
             return self._too_short()
         site = self.sites[k]
+        how = (
+            f"mark its body with `with profiler.step():` in {site.file}"
+            if getattr(site, "file", "")
+            else f"rerun with --step-line {site.line}"
+        )
         return (
-            f"the {site.kind} loop at line {site.line} ({site.function}) looks like the training "
-            f"loop: rerun with --step-line {site.line}"
+            f"the {site.kind} loop at {self.where(site)} ({site.function}) looks like the "
+            f"training loop: {how}"
         )
 
     def _too_short(self) -> str:
@@ -1573,12 +1618,16 @@ class LoopMarks:
         if mean >= MIN_ITERATION_NS:
             return ""
         site = self.sites[k]
+        how = (
+            f"`with profiler.step():` around its body in {site.file}"
+            if getattr(site, "file", "")
+            else f"--step-line {site.line}"
+        )
         return (
-            f"the {site.kind} loop at line {site.line} ({site.function}) ran iterations of "
+            f"the {site.kind} loop at {self.where(site)} ({site.function}) ran iterations of "
             f"{mean / 1e3:,.1f} µs (with the watcher's own mark), shorter than the "
             f"{MIN_ITERATION_NS / 1e3:g} µs an automatic step must take (a step marked there "
-            f"would cost a large share of it): --step-line {site.line} takes them as the steps "
-            "anyway"
+            f"would cost a large share of it): {how} takes them as the steps anyway"
         )
 
     def watched(self) -> tuple[int, int]:
@@ -1610,7 +1659,10 @@ class LoopMarks:
         step_us, per_step = self.typical()
         return {
             "chosen_line": site.line if site is not None else None,
+            # The file of a loop that is not the script's (a module of its folder), else "".
+            "chosen_file": getattr(site, "file", "") if site is not None else "",
             "candidate_line": candidate.line if candidate is not None else None,
+            "candidate_file": getattr(candidate, "file", "") if candidate is not None else "",
             "calls": list(getattr(site, "calls", ())) if site is not None else [],
             # Whether the chosen loop's own body updates the model (not only the functions it
             # calls): a fix wrapping its first call would leave the update out.
@@ -1622,6 +1674,8 @@ class LoopMarks:
             "second_forward": list(site.second_forward) if site is not None else [0, ""],
             "suggested_line": suggested.line if suggested is not None else None,
             "why": self.why,
+            # The modules of the script's folder whose loops were watched too (their files).
+            "files": sorted({s.file for s in self.sites if getattr(s, "file", "")}),
             # tf.function calls made before any step while a loop was watched for them.
             "held_calls": self.deferred,
             # The chosen loop's iterations before its first step, and their time.
@@ -1632,6 +1686,7 @@ class LoopMarks:
             "loops": [
                 {
                     "line": s.line,
+                    **({"file": s.file} if getattr(s, "file", "") else {}),
                     "end_line": s.end_line,
                     "function": s.function,
                     "carried": list(s.carried),

@@ -369,6 +369,9 @@ class LoopSite:
     #: walkthrough's ``epoch_accuracy.update_state(y, model(x, training=True))``, 17% of its
     #: eager step without the profiler): (that line, its model's name); (0, "") if none.
     second_forward: tuple[int, str] = (0, "")
+    #: The file holding it, relative to the script's folder, where that is not the script (a
+    #: module of the script's own folder it imports: CS231n's ``solver.py``); "" the script.
+    file: str = ""
 
 
 #: Names (identifiers, attributes, keywords; lower-cased) that mark a loop as training: anywhere
@@ -760,10 +763,12 @@ def calls_fit(src: Source) -> bool:
     )
 
 
-def mark_loops(src: Source) -> list[LoopSite]:
+def mark_loops(src: Source, first: int = 0, file: str = "") -> list[LoopSite]:
     """Put ``__profiler_loop__(k)`` first in every loop's body and ``__profiler_loop_end__(k)``
     after the loop: each iteration announces itself, and the script process picks the loop
-    whose iterations are the steps (``profiler.capture.script.detect.LoopMarks``)."""
+    whose iterations are the steps (``profiler.capture.script.detect.LoopMarks``). A module
+    of the script's folder is marked with its loops numbered from ``first`` and ``file``, its
+    name, on each."""
     sites: list[LoopSite] = []
     over_params: set[int] = set()
     defined = {
@@ -793,7 +798,7 @@ def mark_loops(src: Source) -> list[LoopSite]:
             elif isinstance(stmt, ast.If) and depth > 0 and _modulo(stmt.test):
                 inner_periodic = True
             if isinstance(stmt, _LOOPS):
-                k = len(sites)
+                k = first + len(sites)
                 kind = "while" if isinstance(stmt, ast.While) else "for"
                 sites.append(
                     LoopSite(
@@ -811,12 +816,13 @@ def mark_loops(src: Source) -> list[LoopSite]:
                         tape=_tape(stmt),
                         fresh_metrics=_fresh(stmt, made),
                         second_forward=_second_forward(stmt, defined),
+                        file=file,
                     )
                 )
                 if isinstance(stmt, ast.For) and any(
                     PARAM_ITER.search(n) for n in _names(stmt.iter)
                 ):
-                    over_params.add(k)
+                    over_params.add(k - first)
                 for inner in _statement_lists(stmt):
                     mark(inner, depth + 1, function, aliases, periodic, _metrics_made(stmt))
                 stmt.body.insert(0, _guarded(_loop_call(LOOP_MARK, k, stmt), k, stmt))
@@ -912,7 +918,7 @@ def _updates_of_parameter_loops(sites: list[LoopSite], over_params: set[int]) ->
         ]
         if around:
             parent = around[-1]
-            out[parent.index] = replace(parent, updates=True)
+            out[next(i for i, o in enumerate(out) if o is parent)] = replace(parent, updates=True)
             out[k] = replace(s, updates=False)
     return out
 

@@ -54,7 +54,7 @@ from profiler.capture.gc_pauses import GcRecorder
 from profiler.capture.memory import RssSampler
 from profiler.capture.phases import sampled
 from profiler.capture.schedule import ERROR_TAIL_LINES
-from profiler.capture.script import detect, pipeline, source
+from profiler.capture.script import detect, own_modules, pipeline, source
 from profiler.capture.script.driver import (
     ENDS_MAX,
     RECORD_BYTES_PER_STEP,
@@ -251,6 +251,8 @@ class ScriptRun:
             self.loops = detect.LoopMarks(
                 self.driver, source.mark_loops(src), choose, fits=source.calls_fit(src)
             )
+            # The loops of the modules of the script's folder it imports are watched too.
+            own_modules.OwnModules(self.loops, self.path).install()
         return src.compile(), src
 
     def module_target(self, code: Any) -> tuple[Any, list[Any]]:
