@@ -559,3 +559,29 @@ def test_a_function_the_loop_calls_that_runs_tensorflow_eagerly_beside_tf_functi
     g = {"framework": "tf2", "mode": "function", "step_us": 12_000.0}
     eager_calls.eager_call_facts(g, few)
     assert "eager_fn" not in g
+
+
+def test_a_hot_line_running_tensorflow_eagerly_gets_the_tf_function_fix():
+    # Keras's PPO example: `value_t = critic(observation)` at each environment step, beside the
+    # tf.function sampling the action: 64% of the step, told "logging, metrics or an
+    # evaluation every N steps"; in a tf.function the step ran 15.5 -> 2.6 ms.
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import step_lines
+
+    script_file = "/home/u/ppo.py"
+    line = Frame("<module>", script_file, 285)
+    layer = Frame("Layer.__call__", "/venv/site-packages/keras/src/layers/layer.py", 900)
+    fn = Frame("Function.__call__", "/venv/site-packages/tensorflow/python/eager/"
+               "polymorphic_function/polymorphic_function.py", 800)  # fmt: skip
+    samples = (
+        Sample((line, layer), 30, "main"),
+        Sample((line,), 5, "main"),
+        Sample((Frame("<module>", script_file, 281), fn, layer), 20, "main"),
+    )
+    assert sampling.eager_line_share(samples, script_file, [285]) == (30 / 35, 35)
+    assert sampling.eager_line_share(samples, script_file, [281]) == (0.0, 20)
+    assert sampling.eager_line_share(samples, script_file, [7]) is None
+    trace = SimpleNamespace(phase=lambda name: SimpleNamespace(samples=samples))
+    assert step_lines._eager(trace, script_file, [285])
+    assert not step_lines._eager(trace, script_file, [281])

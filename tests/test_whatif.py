@@ -581,14 +581,17 @@ for i in range(600):
 
 @pytest.mark.tf
 def test_a_predict_once_every_three_steps_is_measured_over_groups_of_three(tmp_path: Path):
-    # A GAN's generator.predict once an iteration of three train_on_batch steps: each block's
-    # figure is the mean of each group of 3 steps, so each holds one predict (a block's median
-    # step held none, and the what-if measured no change). The extra call at the first
-    # iteration made 3 calls in the warm-up's 5 steps: read as once a step, the group was 1.
+    # A GAN's generator.predict once an iteration of three train_on_batch calls: the
+    # iteration is the step (its three tf.function calls are parts of it), so each step holds
+    # one predict and the blocks' steps are compared one by one. (When each call was a step,
+    # each block's figure was the mean of each group of 3 steps, so that each held one predict:
+    # a block's median step held none, and the what-if measured no change.)
     script = write(tmp_path, "gan_iteration.py", GAN_ITERATION)
     w, found, _ = _whatifs(tmp_path, "--max-steps", "900", "--phases", "timed,whatif", str(script))
+    assert w["script"]["detection"]["source"] == "auto_loop", w["script"]["detection"]
+    assert "3 tf.function calls" in w["script"]["auto_step"]["why"]
     x = found["predict_direct"]
-    assert x["status"] == "ok" and x["group"] == 3 and x["keeps_results"], x
+    assert x["status"] == "ok" and x["group"] == 1 and x["keeps_results"], x
     # predict's per-call set-up (tens of ms) against a direct call of ~1 ms, over 3 steps.
     assert x["variant_us"] < 0.6 * x["baseline_us"], x
     # The verdict follows the interval: beside another test process a few pairs of short

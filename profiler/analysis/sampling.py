@@ -337,3 +337,25 @@ def eager_share(samples: Sequence[Sample], names: Sequence[str]) -> tuple[str, f
         return None
     name, n = hits.most_common(1)[0]
     return name, n / total, total
+
+
+def eager_line_share(
+    samples: Sequence[Sample], file: str, lines: Sequence[int]
+) -> tuple[float, int] | None:
+    """Of the script's thread's samples inside steps on one of ``file``'s ``lines``, the share
+    that run TensorFlow's or Keras's Python under that line outside any tf.function (the line
+    calls a model or ops eagerly), and how many samples that share is of; None without any."""
+    inside = _in_steps(samples)
+    hit = eager = 0
+    for s in inside:
+        for i, f in enumerate(s.frames):
+            if f.native or f.file != file or f.line not in lines:
+                continue
+            hit += s.count
+            below = s.frames[i + 1 :]
+            if not any(FUNCTION_FRAME in b.file for b in below) and any(
+                not b.native and any(p in b.file for p in _FRAMEWORK_FILES) for b in below
+            ):
+                eager += s.count
+            break
+    return (eager / hit, hit) if hit else None
