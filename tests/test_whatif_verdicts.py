@@ -61,6 +61,24 @@ def test_a_what_if_whose_true_saving_is_zero_is_inconclusive() -> None:
     assert x.interval_us is not None and x.interval_us[0] < 0 < x.interval_us[1]
 
 
+def test_a_variant_several_times_slower_in_every_pair_is_slower_whatever_its_interval() -> None:
+    # The Keras anomaly-detection autoencoder with XLA: its blocks 45 against 540 ms a step,
+    # one of them holding compiles of seconds: Student's interval over the three differences
+    # ran from -7.96 s to +4.16 s, "inconclusive", for a fix 15x slower without the profiler.
+    base = (45_000_000, 53_000_000, 47_000_000)
+    var = (540_000_000, 412_000_000, 9_000_000_000)
+    (x,) = whatif.analyse(WhatIfData(results=(_result(base, var),)), None)
+    assert x.interval_us is not None and x.interval_us[0] < 0 < x.interval_us[1]
+    assert x.verdict == "slower" and not x.saves
+    # Two pairs, or one pair under 1.5x: the interval's verdict.
+    (two,) = whatif.analyse(WhatIfData(results=(_result(base[:2], var[:2]),)), None)
+    assert two.verdict != "slower" or two.interval_us[1] < 0
+    (mixed,) = whatif.analyse(
+        WhatIfData(results=(_result(base, (540_000_000, 60_000_000, 9_000_000_000)),)), None
+    )
+    assert mixed.verdict == "inconclusive"
+
+
 def test_a_fix_measured_slower_is_never_listed_as_a_fix() -> None:
     base = (42_000_000, 42_500_000, 41_800_000)
     var = (76_000_000, 77_000_000, 75_500_000)  # XLA: 34 ms more per step

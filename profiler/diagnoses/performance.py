@@ -3192,10 +3192,16 @@ def measured_sentence(m: Any) -> str:
     if not m.saves:
         iv = m.interval_us
         span = f" (95% interval {iv[0]:+,.0f} to {iv[1]:+,.0f} µs)" if iv else " (one pair)"
+        if m.verdict == "slower" and iv and iv[1] >= 0:
+            # Slower by half again or more in every pair, an outlier block stretching the
+            # interval over zero (``whatif_analysis.SLOWER_RATIO``).
+            span = f" in each of its {m.pairs} pairs of blocks"
+        else:
+            span += " per step"
         what = "slower" if m.verdict == "slower" else "no measurable change"
         return (
-            f"Measured on your loop, with {m.title}: {what}{span} per step "
-            f"({m.baseline_us:,.0f} -> {m.variant_us:,.0f} µs): not a fix on this loop."
+            f"Measured on your loop, with {m.title}: {what}{span} "
+            f"({m.baseline_us:,.0f} -> {m.variant_us:,.0f} µs a step): not a fix on this loop."
         )
     pred = (
         f"predicted {m.predicted_us:,.0f} µs: "
