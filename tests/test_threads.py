@@ -115,6 +115,22 @@ def test_fires_at_a_seventh_of_the_cores_on_a_full_machine():
     fix = _cpu_fix(windows, 5)
     assert ".cache() right after map(split_window) and a .shuffle(...) after the cache" in fix
     assert "a .shuffle(...) after the cache" not in _cpu_fix(PIPE, 5)
+    # Cached already, a map after the cache (TF's overfit-and-underfit tutorial, fit given
+    # train_ds.map(lambda ...) of a cached, repeated pipeline): no second cache after the map.
+    cached = {
+        "stages": [
+            {"kind": "CsvDatasetV2"},
+            {"kind": "map", "function": "pack_row (t.py:62)"},
+            {"kind": "cache", "detail": "memory"},
+            {"kind": "shuffle"},
+            {"kind": "repeat"},
+            {"kind": "batch", "detail": "500"},
+            {"kind": "map", "function": "fit.<locals>.<lambda> (t.py:113)"},
+        ]
+    }
+    fix = _cpu_fix(cached, 60)
+    assert fix.startswith("The pipeline caches already") and ".cache() right after" not in fix
+    assert "map(fit.<locals>.<lambda>) at t.py:113" in fix
 
 
 def test_silent_without_tf_data():

@@ -501,7 +501,19 @@ def _cpu_fix(pipe: Mapping[str, Any], epochs: Any) -> str:
     before = [i for i in maps if not random or i < random[0]]
     out = []
     last = before[-1] if before else None
-    if last is not None and "cache" not in kinds[last + 1 :] and _int(epochs) != 1:
+    cached = [i for i, k in enumerate(kinds) if k == "cache"]
+    if last is not None and cached and cached[-1] < last and _int(epochs) != 1:
+        # A cache already there, a map after it (TF's overfit-and-underfit tutorial: cached
+        # after map(pack_row), then fit given .map(lambda x, y: ...) adding a dimension): "cache
+        # right after map(<lambda>)" would cache an infinite repeat; the input in memory ran
+        # no faster without the profiler.
+        after = [_map_at(stages[i]) for i in before if i > cached[-1]]
+        out.append(
+            f"the pipeline caches already; what runs at every epoch after its cache is "
+            f"{', '.join(after)} and the batching: where such a map does real work, move it "
+            "before the .cache(), else the input has nothing left to prepare once"
+        )
+    elif last is not None and "cache" not in kinds[last + 1 :] and _int(epochs) != 1:
         times = f" instead of {_int(epochs)} times" if _int(epochs) > 1 else ""
         work = "windowing and per-element" if "window" in kinds[:last] else "per-element"
         keep = f", the random {_map_at(stages[random[0]])} after it" if random else ""
