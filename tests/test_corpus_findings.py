@@ -631,6 +631,21 @@ def test_long_steps_in_which_a_function_traced_are_the_traces_not_work_between_s
         f, SimpleNamespace(script={**script, "functions": []}, warmup=SimpleNamespace(n_steps=0))
     )
     assert f["long_count"] == 3 and f["long_where"] == "steps 299, 599 and 899"
+    # Keras's PPO example: two functions first called after 4,000 steps (their first traces,
+    # 2.0 s and 0.8 s): the traces, not work between two steps.
+    two = [{"step": s, "us": 850_000.0, "median_us": 6_000.0, "phase": ""} for s in (3999, 4005)]
+    firsts = [
+        {"name": "sample_action", "own": True, "calls": 4000, "first_step": 0},
+        {"name": "train_policy", "own": True, "calls": 80, "first_step": 3999},
+        {"name": "train_value_function", "own": True, "calls": 80, "first_step": 4005},
+    ]
+    ppo = {"long_steps": {"steps": two, "left_out": 0, "spans": []}, "steps": 4160}
+    g = {"label": "s.py", "step_us": 6_000.0}
+    warm = SimpleNamespace(n_steps=10)
+    rules.long_facts(g, SimpleNamespace(script={**ppo, "functions": firsts}, warmup=warm))
+    assert "long_count" not in g
+    rules.long_facts(g, SimpleNamespace(script={**ppo, "functions": firsts[:1]}, warmup=warm))
+    assert g["long_count"] == 2
 
 
 def test_the_steps_that_end_a_pass_over_the_loop_are_recorded_and_flagged_when_long() -> None:

@@ -65,11 +65,18 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
     script = trace.script or {}
     record = script.get("long_steps") or {}
     # A step in which a tf.function traced is a trace's (the retracing findings' and the
-    # one-off tracing's), not work between two steps: a last partial batch's new shape.
+    # one-off tracing's), not work between two steps: a last partial batch's new shape; and
+    # the step of a function's first call, its first trace (Keras's PPO example: its
+    # train_policy and train_value_function first called after 4,000 steps, 2.0 s and 0.8 s of
+    # tracing, read as "work the loop does between two steps once in a while ... run it less
+    # often").
     traced = {
         int(s) + k
         for fn in script.get("functions") or ()
-        for s in fn.get("trace_steps") or ()
+        for s in [
+            *(fn.get("trace_steps") or ()),
+            *([fn["first_step"]] if fn.get("first_step", -1) >= 0 else []),
+        ]
         for k in (-1, 0, 1)
     }
     rows = [r for r in record.get("steps") or () if int(r["step"]) not in traced]

@@ -120,7 +120,7 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
             module, own = function_origin(py)
             evaluation = own and bool(EVAL_NAME.search(name.rsplit(".", 1)[-1].lower()))
             s = stats[id(self)] = FunctionStats(
-                name, ref=self, module=module, own=own, evaluation=evaluation
+                name, ref=self, module=module, own=own, evaluation=evaluation, first_step=d.done
             )
         keys = tuple((f"#{i}", arg_key(a)) for i, a in enumerate(args)) + tuple(
             (k, arg_key(v)) for k, v in kwargs.items()

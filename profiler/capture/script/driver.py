@@ -284,6 +284,8 @@ class FunctionStats:
     evaluation: bool = False
     #: Its calls made between or after the steps as an evaluation's (none of them a step).
     outside: int = 0
+    #: The steps done when it was first called (its first trace): -1 not recorded.
+    first_step: int = -1
     #: The last call's arguments (the what-ifs trace with them before switching a variant in).
     last_call: tuple[tuple[Any, ...], dict[str, Any]] | None = field(default=None, repr=False)
 
@@ -297,6 +299,7 @@ class FunctionStats:
             "module": self.module,
             "own": self.own,
             "outside_calls": self.outside,
+            "first_step": self.first_step,
         }
 
 
