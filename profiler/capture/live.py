@@ -156,7 +156,9 @@ class LiveRun(ScriptRun):
         self.patches.restore()
 
     def _ending(self, exc: BaseException | None) -> Ending:
-        steps = self.driver.done
+        # The steps its loop's watching took before the first (iterations, or tf.function
+        # calls held back) are the cell's steps all the same.
+        steps = self.driver.done + (self.loops.watched()[0] if self.loops is not None else 0)
         what = self.subject
         if exc is None:
             return Ending("completed", OK, message=f"{what} ran to its end: {steps} steps")
@@ -164,8 +166,8 @@ class LiveRun(ScriptRun):
             return Ending(
                 "max_steps",
                 OK,
-                message=f"{what} stopped after {steps} steps (max_steps); everything measured "
-                "is kept",
+                message=f"{what} stopped after {self.driver.done} steps (max_steps); everything "
+                "measured is kept",
             )
         if isinstance(exc, KeyboardInterrupt):
             return Ending(

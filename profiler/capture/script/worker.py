@@ -474,14 +474,16 @@ class ScriptRun:
 
     def _ending(self, exc: BaseException | None) -> Ending:
         d = self.driver
-        steps = d.done
+        # The steps its loop's watching took before the first (iterations, or tf.function
+        # calls held back) are the script's steps all the same.
+        steps = d.done + (self.loops.watched()[0] if self.loops is not None else 0)
         if exc is None:
             return Ending("completed", OK, message=f"the script ran to its end: {self._count()}")
         if isinstance(exc, StopScript):
             return Ending(
                 "max_steps",
                 OK,
-                message=f"stopped after {steps} steps (--max-steps); everything measured is kept",
+                message=f"stopped after {d.done} steps (--max-steps); everything measured is kept",
             )
         if isinstance(exc, SystemExit):
             code = exc.code
