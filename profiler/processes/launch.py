@@ -360,9 +360,11 @@ def run_workload_process(
         # that measures every phase, which replaces the first (whose phases had one whole-run
         # step); the first is kept in ``runs``.
         r += 1
-        line, iterations = restart["step_line"], restart["expected_steps"]
+        file, line = restart.get("step_loop") or ("", restart["step_line"])
+        iterations = restart["expected_steps"]
+        where = f"{line} of {file}" if file else f"{line}"
         print(
-            rerun.restart_line(spec.name, line, iterations, outcome.wall_ns, budget_s),
+            rerun.restart_line(spec.name, where, iterations, outcome.wall_ns, budget_s),
             file=sys.stderr,
         )
         again = later(r, list(opts.phases), restart)
@@ -373,7 +375,8 @@ def run_workload_process(
             auto = {
                 **(first.script.get("auto_step") or {}),
                 "chosen_line": line,
-                "why": f"the loop at line {line} ended before it was chosen; run {r + 1} "
+                "chosen_file": file,
+                "why": f"the loop at line {where} ended before it was chosen; run {r + 1} "
                 f"took its iterations as the steps",
             }
             trace = _rebase(again.trace, r)

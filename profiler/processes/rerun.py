@@ -86,10 +86,18 @@ def same_steps(trace: WorkloadTrace) -> dict[str, Any]:
     steps = int(script.get("steps") or 0)
     auto = script.get("auto_step") or {}
     line = auto.get("chosen_line")
-    # A loop of another file (a module of the script's folder) has no --step-line: the later
-    # run finds it again.
-    if not line or script.get("marks") or auto.get("calls") or auto.get("chosen_file"):
+    if not line or script.get("marks") or auto.get("calls"):
         return {"expected_steps": steps} if steps else {}
+    file = str(auto.get("chosen_file") or "")
+    if file:
+        # A loop of another file (a module of the script's folder) has no --step-line: the
+        # later run takes it by its file and line (``step_loop``).
+        watched = sum(
+            int(x.get("iterations") or 0)
+            for x in auto.get("loops") or []
+            if x.get("line") == line and x.get("file") == file
+        )
+        return {"step_loop": [file, int(line)], "expected_steps": steps + watched}
     watched = sum(
         int(x.get("iterations") or 0)
         for x in auto.get("loops") or []
@@ -108,17 +116,21 @@ def restart(trace: WorkloadTrace) -> dict[str, Any]:
     line = auto.get("candidate_line")
     if int(script.get("steps") or 0) or script.get("marks") or not line:
         return {}
-    if auto.get("candidate_file"):
-        return {}  # a loop of another file: no --step-line can take it
+    file = str(auto.get("candidate_file") or "")
     iterations = sum(
         int(x.get("iterations") or 0)
         for x in auto.get("loops") or []
-        if x.get("line") == line and not x.get("file")
+        if x.get("line") == line and (x.get("file") or "") == file
     )
+    if file:
+        # A loop of a module of the script's folder: taken by its file and line.
+        return {"step_loop": [file, int(line)], "expected_steps": iterations}
     return {"step_line": int(line), "expected_steps": iterations}
 
 
-def restart_line(name: str, line: int, iterations: int, spent_ns: int, budget: float | None) -> str:
+def restart_line(
+    name: str, line: int | str, iterations: int, spent_ns: int, budget: float | None
+) -> str:
     """The one line printed when the script starts again because its steps were not found."""
     where = f"(run 2; {spent_ns / 1e9:,.0f} s so far"
     where += f" of a {budget:,.0f} s budget)" if budget is not None else ")"

@@ -1168,9 +1168,17 @@ class LoopMarks:
     """
 
     def __init__(
-        self, driver: StepDriver, sites: list[Any], choose: bool = True, fits: bool = False
+        self,
+        driver: StepDriver,
+        sites: list[Any],
+        choose: bool = True,
+        fits: bool = False,
+        preset: tuple[str, int] | None = None,
     ) -> None:
         self.driver = driver
+        #: (file, line) of a module's loop a first run chose or would have chosen: chosen as
+        #: soon as its module is marked (``add``), no watching.
+        self.preset = preset
         self.sites: list[Any] = []
         self.fits = fits
         #: False (``--no-auto-step``): the loops are watched and the best one only suggested.
@@ -1254,6 +1262,20 @@ class LoopMarks:
         self.on.extend(bytes(m))
         self.updating = [bool(getattr(s, "updates", False)) for s in self.sites]
         self.drives = [bool(getattr(s, "drives", False)) for s in self.sites]
+        first = len(self.sites) - m
+        if self.preset is not None and not self.decided and self.choose:
+            for k in range(first, len(self.sites)):
+                site = self.sites[k]
+                if (getattr(site, "file", ""), site.line) == self.preset:
+                    self.decided, self.chosen = True, k
+                    self.why = (
+                        f"the {site.kind} loop at {self.where(site)} ({site.function}), the "
+                        "steps of the script's first run"
+                    )
+                    self.candidate.extend([False] * m)
+                    self.tally.extend([False] * m)
+                    self.on[:] = bytes(j == k for j in range(len(self.on)))
+                    return
         if self.first_ns or self.decided:
             self.candidate.extend([False] * m)
             self.tally.extend([not self.decided] * m)

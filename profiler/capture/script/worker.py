@@ -248,8 +248,15 @@ class ScriptRun:
         if not self.marked:
             # Without --no-auto-step the loop chosen is the steps; with it, only suggested.
             choose = bool(self.opts.get("auto_step", True))
+            # A later run of a script whose first run chose (or would have chosen) a loop of a
+            # module of its folder: that loop, by its file and line, from its first iteration.
+            preset = self.opts.get("step_loop")
             self.loops = detect.LoopMarks(
-                self.driver, source.mark_loops(src), choose, fits=source.calls_fit(src)
+                self.driver,
+                source.mark_loops(src),
+                choose,
+                fits=source.calls_fit(src),
+                preset=(str(preset[0]), int(preset[1])) if preset else None,
             )
             # The loops of the modules of the script's folder it imports are watched too.
             own_modules.OwnModules(self.loops, self.path).install()
