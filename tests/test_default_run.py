@@ -384,6 +384,12 @@ def test_a_loop_too_fast_to_be_the_steps_stops_being_timed(tmp_path: Path) -> No
     # are watched at 1.5 µs and more for a while (before this stop's changes too: 168 and
     # 42,954 of them, 1 run in 6 beside a busy process), so most of them are short only later:
     # it must still stop being timed well before its end.
+    if w["script"]["auto_step"]["chosen_line"] == 4:
+        # Beside a busy process its first watched iterations can average over the 2.5 µs a step
+        # must take (2.84 µs in 70,619 of them, seen at this stop's end beside a clean clone's
+        # suite): then the rule makes it the steps, and it is timed as the steps are.
+        assert loop["mean_us"] * 1e3 >= detect.MIN_ITERATION_NS, loop
+        return
     assert not loop["candidate"], loop
     assert loop["iterations"] <= max(detect.EARLY_ITERATIONS + 1, 300_000 // 5), loop
 
