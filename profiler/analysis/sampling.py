@@ -311,6 +311,14 @@ def own_functions(samples: Sequence[Sample]) -> list[tuple[str, float]]:
 _FRAMEWORK_FILES = ("/tensorflow/", "/keras/", "/tf_keras/")
 
 
+def _eager_below(frames: Sequence[Frame]) -> bool:
+    """Whether ``frames`` (those under one of the user's) run TensorFlow's or Keras's Python
+    outside any tf.function: its ops or its model called eagerly."""
+    return not any(FUNCTION_FRAME in b.file for b in frames) and any(
+        not b.native and any(p in b.file for p in _FRAMEWORK_FILES) for b in frames
+    )
+
+
 def eager_share(samples: Sequence[Sample], names: Sequence[str]) -> tuple[str, float, int] | None:
     """Of the user's own functions ``names`` (those the steps' loop calls), the one whose
     samples inside steps most often run TensorFlow's or Keras's Python under it outside any
@@ -327,10 +335,7 @@ def eager_share(samples: Sequence[Sample], names: Sequence[str]) -> tuple[str, f
             name = next((n for n in names if f.function == n or f.function.endswith(f".{n}")), None)
             if name is None or not is_own_frame(f):
                 continue
-            below = frames[i + 1 :]
-            if any(FUNCTION_FRAME in b.file for b in below):
-                break
-            if any(not b.native and any(p in b.file for p in _FRAMEWORK_FILES) for b in below):
+            if _eager_below(frames[i + 1 :]):
                 hits[name] += s.count
             break
     if not hits:
@@ -352,10 +357,7 @@ def eager_line_share(
             if f.native or f.file != file or f.line not in lines:
                 continue
             hit += s.count
-            below = s.frames[i + 1 :]
-            if not any(FUNCTION_FRAME in b.file for b in below) and any(
-                not b.native and any(p in b.file for p in _FRAMEWORK_FILES) for b in below
-            ):
+            if _eager_below(s.frames[i + 1 :]):
                 eager += s.count
             break
     return (eager / hit, hit) if hit else None

@@ -88,22 +88,7 @@ def same_steps(trace: WorkloadTrace) -> dict[str, Any]:
     line = auto.get("chosen_line")
     if not line or script.get("marks") or auto.get("calls"):
         return {"expected_steps": steps} if steps else {}
-    file = str(auto.get("chosen_file") or "")
-    if file:
-        # A loop of another file (a module of the script's folder) has no --step-line: the
-        # later run takes it by its file and line (``step_loop``).
-        watched = sum(
-            int(x.get("iterations") or 0)
-            for x in auto.get("loops") or []
-            if x.get("line") == line and x.get("file") == file
-        )
-        return {"step_loop": [file, int(line)], "expected_steps": steps + watched}
-    watched = sum(
-        int(x.get("iterations") or 0)
-        for x in auto.get("loops") or []
-        if x.get("line") == line and not x.get("file")
-    )
-    return {"step_line": int(line), "expected_steps": steps + watched}
+    return _loop_option(auto, line, str(auto.get("chosen_file") or ""), steps)
 
 
 def restart(trace: WorkloadTrace) -> dict[str, Any]:
@@ -116,16 +101,20 @@ def restart(trace: WorkloadTrace) -> dict[str, Any]:
     line = auto.get("candidate_line")
     if int(script.get("steps") or 0) or script.get("marks") or not line:
         return {}
-    file = str(auto.get("candidate_file") or "")
-    iterations = sum(
+    return _loop_option(auto, line, str(auto.get("candidate_file") or ""), 0)
+
+
+def _loop_option(auto: dict[str, Any], line: Any, file: str, steps: int) -> dict[str, Any]:
+    """The option that takes the loop at ``line`` of ``file`` ("": the script) as the steps
+    (``--step-line``, or ``step_loop`` for a module of the script's folder, which has no
+    ``--step-line``), and the steps to fit: ``steps`` and the loop's iterations watched."""
+    watched = sum(
         int(x.get("iterations") or 0)
         for x in auto.get("loops") or []
         if x.get("line") == line and (x.get("file") or "") == file
     )
-    if file:
-        # A loop of a module of the script's folder: taken by its file and line.
-        return {"step_loop": [file, int(line)], "expected_steps": iterations}
-    return {"step_line": int(line), "expected_steps": iterations}
+    where = {"step_loop": [file, int(line)]} if file else {"step_line": int(line)}
+    return {**where, "expected_steps": steps + watched}
 
 
 def restart_line(
