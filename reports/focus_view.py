@@ -206,6 +206,7 @@ def _steady(
     one_off: Mapping[str, Any] | None,
     long_rows: Sequence[Mapping[str, Any]] = (),
     phases: tuple[float, int] = (0.0, 0),
+    fit: Mapping[str, Any] | None = None,
 ) -> str:
     """``; at the median step they would take 5.5 s: the first 3 took 6.0 s more ...``: the
     steps' span against steady steps, where those are under ``STEADY_SHARE`` of it (a
@@ -226,30 +227,37 @@ def _steady(
                 "compiling and first calls, paid once)"
             )
         return ""
-    if first_s < FIRST_SHARE * span_s:
-        # Without a one-off part worth saying, the rest is the profiler's own phases (a fit's
-        # what-if blocks and their variants' traces: 10 s of a 20 s span of 1.5 ms steps) as
-        # much as the script's: said as not told apart (the imbalanced-data tutorial's four
-        # fits of new models read "41.8 s ... (1,380 steps)" with 6.4 s of steady steps, and
-        # nothing of the rest).
-        ours = _phases_part(phases, median_us, span_s - steady, span_s, n)
-        return (
-            f"; at the median step they would take {steady:,.1f} s, the other "
-            f"{span_s - steady:,.1f} s are slow steps and the time between steps ("
-            + (
-                f"{ours[1]}; the rest: epoch ends, validations, the script's other calls and "
-                "later traces, not told apart)"
-                if ours
-                else "epoch ends, validations, the script's other calls, later traces, and the "
-                "profiler's own phases, not told apart)"
-            )
-        )
-    rest = max(span_s - steady - first_s, 0.0)
-    ours = _phases_part(phases, median_us, rest, span_s, n)
-    return (
+    one_off_part = first_s >= FIRST_SHARE * span_s
+    rest = max(span_s - steady - (first_s if one_off_part else 0.0), 0.0)
+    head = (
         f"; at the median step they would take {steady:,.1f} s: the first {first_n:,} took "
         f"{first_s:,.1f} s more (tracing, compiling and first calls, paid once), the others "
         f"{rest:,.1f} s more (slow steps and the time between steps: "
+        if one_off_part
+        # Without a one-off part worth saying, the rest is the profiler's own phases (a fit's
+        # what-if blocks and their variants' traces: 10 s of a 20 s span of 1.5 ms steps) as
+        # much as the script's (the imbalanced-data tutorial's four fits of new models read
+        # "41.8 s ... (1,380 steps)" with 6.4 s of steady steps, and nothing of the rest).
+        else f"; at the median step they would take {steady:,.1f} s, the other {rest:,.1f} s "
+        "are slow steps and the time between steps ("
+    )
+    fits, inside = _fit_parts(fit, median_us, rest, first_n if one_off_part else 0, long_rows)
+    if fits:
+        # fit's own parts timed, those inside the phases' spans among them: the phases' part
+        # is what their steps took beyond steps at the median, less those.
+        ours = _phases_part(phases, median_us, rest - sum(s for s, _ in fits), inside=inside)
+        return head + f"{_told(ours, fits, rest)})"
+    ours = _phases_part(phases, median_us, rest, span_s, n)
+    if not one_off_part:
+        return head + (
+            f"{ours[1]}; the rest: epoch ends, validations, the script's other calls and "
+            "later traces, not told apart)"
+            if ours
+            else "epoch ends, validations, the script's other calls, later traces, and the "
+            "profiler's own phases, not told apart)"
+        )
+    return (
+        head
         + (
             f"{ours[1]}; the rest: epoch ends, validations and later traces, not told apart"
             if ours
@@ -258,6 +266,97 @@ def _steady(
         )
         + f"{_long_part(long_rows, first_n, rest)})"
     )
+
+
+def _told(ours: tuple[float, str] | None, fits: Sequence[tuple[float, str]], rest_s: float) -> str:
+    """The parts of the slow steps' and between-steps' time told apart (fit's validations,
+    its callbacks' epoch ends, later fits' first steps, then the profiler's phases) and what
+    is left of it, not told apart."""
+    parts = [*fits, *([ours] if ours else [])]
+    left = max(rest_s - sum(s for s, _ in parts), 0.0)
+    return "; ".join(w for _, w in parts) + (
+        f"; the rest {left:,.1f} s, not told apart" if left >= 0.05 else ""
+    )
+
+
+#: fit's own parts of the time between steps said from this share of it.
+FIT_PART_SHARE = 0.05
+
+
+def _fit_parts(
+    fit: Mapping[str, Any] | None,
+    median_us: float | None,
+    room_s: float,
+    first_n: int,
+    long_rows: Sequence[Mapping[str, Any]] = (),
+) -> tuple[list[tuple[float, str]], float]:
+    """(seconds, words) of a Keras fit's own time between its batches, each timed as the run
+    went (``script.fit``): its validations (the first of each new model apart: its test
+    function's trace), its callbacks' epoch ends (the costliest named), and the later fits'
+    first steps (a new model's train function built and traced), each where it holds
+    ``FIT_PART_SHARE`` of the time, together at most ``room_s``; and the seconds of them that
+    fell inside the instrumented phases' spans. TF's "Overfit and underfit" tutorial fits
+    three models for 60 epochs of 20 batches each: 92 s of its 111 s span were "slow steps and
+    the time between steps ... not told apart", of which 16 s were validations, 7 s epoch ends
+    (6.6 s TensorBoard's) and 10.7 s the later fits' first steps."""
+    if not fit or room_s <= 0 or not median_us:
+        return [], 0.0
+    out: list[tuple[float, str]] = []
+    room, inside = room_s, 0.0
+
+    def take(seconds: float, words: str, within: float) -> None:
+        nonlocal room, inside
+        seconds = min(seconds, room)
+        if seconds >= FIT_PART_SHARE * room_s:
+            out.append((seconds, words.format(s=seconds)))
+            room -= seconds
+            inside += min(within, seconds)
+
+    # The last validation and epoch end follow the last batch: outside the steps' span.
+    vals = [int(v) for v in fit.get("validations_ns") or ()][:-1]
+    if vals:
+        firsts = [int(i) for i in fit.get("first_validations") or () if 0 <= int(i) < len(vals)]
+        first_s = sum(vals[i] for i in firsts) / 1e9
+        apart = (
+            f"; the first of each of its {len(firsts)} models {first_s:,.1f} s, its test "
+            "function traced"
+            if len(firsts) > 1 and first_s >= FIT_PART_SHARE * room_s
+            else ""
+        )
+        altered = {int(i) for i in fit.get("validations_altered") or ()}
+        within = sum(v for i, v in enumerate(vals) if i in altered) / 1e9
+        take(sum(vals) / 1e9, f"fit's {len(vals):,} validations {{s:,.1f}} s{apart}", within)
+    ends = list(fit.get("epoch_ends") or ())
+    k = len(fit.get("callbacks") or ())
+    if k and len(ends) % k == 0:
+        ends = ends[:-k]
+    if ends:
+        by: dict[str, float] = {}
+        for name, ms, *_ in ends:
+            by[str(name)] = by.get(str(name), 0.0) + float(ms) / 1e3
+        top = max(by, key=lambda name: by[name])
+        total = sum(by.values())
+        named = f" ({top} {by[top]:,.1f} s)" if len(by) > 1 and by[top] >= 0.5 * total else ""
+        within = sum(float(e[1]) for e in ends if len(e) > 2 and e[2]) / 1e3
+        take(total, f"the callbacks' epoch ends {{s:,.1f}} s{named}", within)
+    starts = {int(c) for c in list(fit.get("call_steps") or ())[1:] if int(c) >= first_n}
+    rows = [r for r in long_rows if int(r.get("step", -1)) in starts]
+    if rows:
+        excess = [max(float(r["us"]) - median_us, 0.0) / 1e6 for r in rows]
+        within = sum(
+            x for x, r in zip(excess, rows, strict=True) if r.get("phase") not in ("", "timed")
+        )
+        which = (
+            "the later fit's first step"
+            if len(rows) == 1
+            else f"{len(rows)} later fits' first steps"
+        )
+        take(
+            sum(excess),
+            f"{which} {{s:,.1f}} s (fit's set-up, a new model's train function traced)",
+            within,
+        )
+    return out, inside
 
 
 #: The instrumented phases' excess is said within the slow steps' time from this share of it.
@@ -270,20 +369,26 @@ def _phases_part(
     rest_s: float,
     span_s: float = 0.0,
     n: int = 0,
+    inside: float | None = None,
 ) -> tuple[float, str] | None:
     """(seconds, words): what the steps the instrumented phases held (what-if blocks among
-    them) took beyond steps at the median, less the script's own slow steps at the rate the
-    other steps had them (an evaluation every 20 batches falls in the phases' steps too),
-    where it is at least ``PHASES_PART_SHARE`` of ``rest_s``; None otherwise. An autoencoder's
-    XLA what-if blocks (~0.5 s a step) sat "not told apart" in 36.9 s of its 49.3 s span."""
+    them) took beyond steps at the median, less the script's own slow steps: those timed
+    inside them (``inside``: a fit's validations, epoch ends and later fits' first steps),
+    else at the rate the other steps had them (an evaluation every 20 batches falls in the
+    phases' steps too), where it is at least ``PHASES_PART_SHARE`` of ``rest_s``; None
+    otherwise. An autoencoder's XLA what-if blocks (~0.5 s a step) sat "not told apart" in
+    36.9 s of its 49.3 s span."""
     seconds, steps = phases
     if not median_us or rest_s <= 0 or not seconds:
         return None
     median_s = median_us / 1e6
-    others = n - steps
-    # The other steps' own excess a step (0 where none are left to tell it from).
-    own = max((span_s - seconds) - others * median_s, 0.0) / others if others > 0 else 0.0
-    excess = min(max(seconds - steps * (median_s + own), 0.0), rest_s)
+    if inside is not None:
+        excess = min(max(seconds - steps * median_s - inside, 0.0), rest_s)
+    else:
+        others = n - steps
+        # The other steps' own excess a step (0 where none are left to tell it from).
+        own = max((span_s - seconds) - others * median_s, 0.0) / others if others > 0 else 0.0
+        excess = min(max(seconds - steps * (median_s + own), 0.0), rest_s)
     if excess < PHASES_PART_SHARE * rest_s:
         return None
     return excess, (
@@ -335,7 +440,15 @@ def _budget(
     watched_s = float(t.get("watched_s") or 0.0) if watched else 0.0
     long_rows = (script.get("long_steps") or {}).get("steps") or ()
     phases = (float(t.get("phases_s") or 0.0), int(t.get("phases_steps") or 0))
-    steady = _steady(float(steps_s) + watched_s, n + watched, median_us, one_off, long_rows, phases)
+    steady = _steady(
+        float(steps_s) + watched_s,
+        n + watched,
+        median_us,
+        one_off,
+        long_rows,
+        phases,
+        script.get("fit"),
+    )
     if float(steps_s) + watched_s >= 0.8 * wall and not steady:
         return ""
     count = f"{n + watched:,} step{'s' if n + watched != 1 else ''}"

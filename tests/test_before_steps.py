@@ -282,3 +282,54 @@ def test_the_start_up_samples_keep_only_the_frames_the_parts_read():
     assert max(len(s.frames) for s in kept) <= 3
     full = before_steps.analyse(samples, SCRIPT_RECORD)
     assert before_steps.analyse(kept, SCRIPT_RECORD) == full
+
+
+def test_a_fits_validations_epoch_ends_and_later_fits_are_told_apart_in_the_steps_span():
+    """TF's "Overfit and underfit" tutorial fits three models, 60 epochs of 20 batches each:
+    92 s of its 111 s span were "slow steps and the time between steps ... not told apart".
+    fit's own parts, each timed as the run went, are said with their seconds: validations
+    (the last one, after the last batch, left out), the callbacks' epoch ends (the costliest
+    named), the later fits' first steps; the profiler's phases less those inside them."""
+    from reports import focus_view
+
+    fit = {
+        "validations_ns": [1_500_000_000, *[100_000_000] * 8, 50_000_000],
+        "validations_altered": [1, 2],
+        "first_validations": [0],
+        "callbacks": ["TensorBoard", "EarlyStopping"],
+        "epoch_ends": [["TensorBoard", 400.0, False], ["EarlyStopping", 1.0, False]] * 10,
+        "call_steps": [0, 100],
+    }
+    rows = [
+        {"step": 40, "us": 700_000.0, "median_us": 5_000.0, "phase": "timed"},
+        {"step": 100, "us": 3_005_000.0, "median_us": 5_000.0, "phase": "whatif"},
+    ]
+    script = {
+        "wall_s": 30.0,
+        "steps": 200,
+        "fit": fit,
+        "long_steps": {"steps": rows},
+        "time": {
+            "before_s": 4.0,
+            "steps_s": 20.0,
+            "after_s": 1.0,
+            "phases_s": 11.0,
+            "phases_steps": 100,
+        },
+    }
+    line = focus_view._budget(script, None, 5_000.0, {"warmup_steps": 3, "warmup_excess_ms": 50.0})
+    # 9 validations: 1.5 + 8 x 0.1 s; 9 epochs' ends: 3.6 s TensorBoard's of 3.609 s; the second
+    # fit's first step 3.0 s beyond the median; the phases' 100 steps took 11 s, 0.5 s at the
+    # median, 0.2 s of validations and 3.0 s of the fit's first step inside them: 7.3 s.
+    assert (
+        "200 steps; at the median step they would take 1.0 s, the other 19.0 s are slow steps "
+        "and the time between steps (fit's 9 validations 2.3 s; the callbacks' epoch ends 3.6 s "
+        "(TensorBoard 3.6 s); the later fit's first step 3.0 s (fit's set-up, a new model's "
+        "train function traced); the profiler's phases 7.3 s, their 100 steps' time beyond "
+        "steps at the median (the what-ifs' blocks and the instruments); the rest 2.8 s, not "
+        "told apart))"
+    ) in line, line
+    # A fit with none of them worth saying (5% of the time each): as before.
+    few = {**fit, "validations_ns": [1_000_000, 1_000_000], "epoch_ends": [], "call_steps": [0]}
+    line = focus_view._budget({**script, "fit": few}, None, 5_000.0, None)
+    assert "fit's" not in line and "the rest: epoch ends, validations" in line, line
