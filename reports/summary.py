@@ -47,7 +47,7 @@ from profiler.version import __version__
 #: ``communication`` category (a required key of every category map), a workload's ``worker``,
 #: the run's ``job``; 6 (additive): a script's memory names what grows; 7 (additive): what held
 #: the peak (``memory.peak``).
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 TOOL_NAME = "training-loop-profiler"
 
 

@@ -276,6 +276,51 @@ def test_fit_called_on_one_sample_again_and_again_is_named_with_its_calls(tmp_pa
 
 
 @pytest.mark.tf
+def test_a_new_model_fit_in_each_trial_is_named_with_its_traces_and_one_model_reset(
+    tmp_path: Path,
+):
+    # A memory-leak report's loop (tensorflow#41973): a new model built, compiled and fit in
+    # each iteration. Each one's first batch traces its train function (~70% of the loop):
+    # "a trace is paid once ... Nothing to change" was said of it.
+    script = write(
+        tmp_path,
+        "trials.py",
+        "import numpy as np\n"
+        "from tensorflow import keras\n"
+        "for trial in range(8):\n"
+        "    inputs = keras.Input(shape=(10,))\n"
+        "    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))\n"
+        "    model.compile(optimizer='adam', loss='mse')\n"
+        "    model.fit(np.random.rand(256, 10), np.random.rand(256), verbose=0)\n",
+    )
+    out = cli(tmp_path, "--repeat", "0", "--phases", "timed", "--no-progress", str(script))
+    assert out.returncode == 0, out.stderr[-2000:]
+    run = only_run(tmp_path)
+    fit = workload(run)["script"]["fit"]
+    assert fit["models"] == fit["calls"] == 8, fit
+    assert len(fit["call_arch"]) == 8 and len(set(fit["call_arch"])) == 1, fit["call_arch"]
+    found = json.loads((run / "summary.json").read_text())["diagnoses"]
+    (d,) = [d for d in found if d["rule"] == "model_per_fit"]
+    assert (
+        "fit trained 8 new models, once each, and each traced its new train function"
+        in (d["message"])
+    ), d
+    assert d["fix"].startswith("The 8 models have one architecture: build and compile one")
+    assert "model.set_weights(w0)" in d["fix"], d
+    assert not [d for d in found if d["rule"] == "one_off_tracing"], found
+
+    from profiler.capture.script.detect import architecture
+
+    def made(units: int) -> str:
+        inputs = keras.Input(shape=(10,))
+        return architecture(keras.Model(inputs, keras.layers.Dense(units)(inputs)))
+
+    import keras
+
+    assert made(1) == made(1) != made(2) and architecture(object()) == ""
+
+
+@pytest.mark.tf
 def test_a_pydatasets_batch_is_its_batch_size_attribute_where_it_keeps_one() -> None:
     # A blog's data generator batching 64 in __getitem__ read as fit's default 32.
     import keras

@@ -206,9 +206,14 @@ def memory_facts(f: dict[str, Any], trace: Any) -> None:
                 "another: each model keeps its own optimizer and train function"
             )
             f["mem_cause_fix"] = (
-                "Each model is compiled once, as it should be; where a model is no longer "
-                "needed after its fit, del it and call keras.backend.clear_session() before "
-                "building the next, so its graph and optimizer go."
+                f"The {models} models have one architecture: {call_rules.RESET_MODEL}, and "
+                "the process does not grow with the trials (a new Dense model per trial: 2.7 "
+                "MB a trial, 2.4 MB with keras.backend.clear_session() before each, none with "
+                "one model reset, without the profiler)."
+                if call_rules.one_architecture(script.get("fit") or {})
+                else "Each model is compiled once, as it should be; where a model is no "
+                "longer needed after its fit, del it and call keras.backend.clear_session() "
+                "before building the next, so its graph and optimizer go."
             )
         else:
             f["mem_cause"] = (

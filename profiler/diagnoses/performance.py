@@ -168,6 +168,7 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         lambda: input_rules.cache_fill_facts(f, trace, getattr(wa, "one_off", None)),
         lambda: call_rules.call_facts(f, trace),
         lambda: call_rules.fit_facts(f, trace),
+        lambda: call_rules.new_models_facts(f, trace),
         lambda: eager_call_rules.eager_call_facts(f, trace),
         lambda: loop_rules.loop_facts(f, trace),
         lambda: loop_rules.where_facts(f, trace),
@@ -297,7 +298,7 @@ def _retrace_facts(f: dict[str, Any], trace: Any) -> None:
         f["one_off_tracing"] = True
         f["one_off_what"] = (
             f"model.compile ran {compiles} times, and each compile makes a new train function, "
-            "traced at its first batch: the fit calls' finding counts them with its fix"
+            "traced at its first batch: once a model, not at every step"
         )
         return
     if functions and best is None and other is None:
@@ -2442,6 +2443,7 @@ RULES: tuple[Rule, ...] = (
             and not f.get("slow_by_graph")
             and not f.get("slow_by_call")
             and not f.get("slow_by_recreated")
+            and not call_rules.new_models(f)
             # A fit's epoch boundary (a workload's, whose fit the script record does not
             # describe): per_epoch_cost says what runs there (keras_adam's 130-batch epochs
             # were named twice, once as "something runs every 130 steps").
@@ -2473,7 +2475,10 @@ RULES: tuple[Rule, ...] = (
         # Where the periodic finding does not say it: at no period, or where a timed line of
         # the slow steps names them (a DQN's target predict every 4 frames, its update in the
         # same steps, 47% of its loop without the profiler, went unnamed).
-        when=lambda f: bool(f["update_apart"]),
+        # Nor where the slow steps are new models' first batches (model_per_fit: a loop
+        # building a model per trial read "the slow steps run the model's training update:
+        # make it cheaper, not rarer").
+        when=lambda f: bool(f["update_apart"]) and not call_rules.new_models(f),
         message="{label}: {slow_count} steps over 3× the median hold {slow_excess_pct:.0f}% of "
         "the loop's time beyond a normal step's.",
         fix="{update_what}: {update_fix}.",
@@ -2895,6 +2900,9 @@ RULES: tuple[Rule, ...] = (
             and not _tracing_in_calls(f)
             # Nor where the script makes its tf.function anew (function_recreated).
             and not f.get("recreated_fn")
+            # Nor where a new model for each fit traces its train function each time, at a
+            # cost model_per_fit names.
+            and not call_rules.new_models(f)
         ),
         message="{label}: {tracing_pct:.1f}% of the sampled step time was tracing, yet "
         "{one_off_what}.",

@@ -28,6 +28,7 @@ framework phase's ``Trace("train", step_num=i)``), entered as its call starts.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.abc
 import importlib.machinery
 import inspect
@@ -425,6 +426,17 @@ def keras_marks(driver: StepDriver) -> tuple[Callable[[], None], Callable[[], No
 AS_WRITTEN = frozenset({"", "timed"})
 
 
+def architecture(model: Any) -> str:
+    """A short digest of a built Keras model's layer classes and weight shapes ("" where they
+    cannot be read): equal for models of one architecture, whatever their weights."""
+    try:
+        layers = ",".join(type(layer).__name__ for layer in model.layers)
+        shapes = ",".join("x".join(str(d) for d in w.shape) for w in model.weights)
+    except Exception:  # a model that cannot say is not compared
+        return ""
+    return hashlib.blake2b(f"{layers}|{shapes}".encode(), digest_size=6).hexdigest()
+
+
 def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
     """``Model.fit`` with a callback that makes each training batch one step."""
     d = driver
@@ -626,6 +638,10 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
             kept = facts.fit.setdefault("call_ms", [])
             if len(kept) < FIT_CALLS_KEPT:
                 kept.append(round(took / 1e6, 3))
+                # Each call's model's architecture: new models of one architecture, one a
+                # trial, could be one model reset between trials (its train function traced
+                # once, not once a trial).
+                facts.fit.setdefault("call_arch", []).append(architecture(self))
 
     return marked_fit
 
