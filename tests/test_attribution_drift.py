@@ -342,8 +342,11 @@ def test_the_step_sentence_names_the_typical_step_the_split_sums_to_where_it_is_
     }
     text = focus_view._sentence(w)
     assert "the split below is of a typical step, 14.42 ms: the mean of the timed steps" in text
-    w["attribution"]["reference_us"] = 12_500.0  # within a tenth of the median: not said
-    assert "typical step" not in focus_view._sentence(w)
+    w["attribution"]["reference_us"] = 12_500.0  # within a tenth of the median: its sum said
+    text = focus_view._sentence(w)
+    assert "typical step" not in text and "the split below sums to 12.50 ms, the mean" in text
+    w["attribution"]["reference_us"] = 11_950.0  # within a hundredth: nothing
+    assert "split below" not in focus_view._sentence(w)
 
 
 def test_a_bound_finding_within_the_noise_says_so_as_the_verdict_does():
