@@ -851,6 +851,16 @@ def _blas_waits(head: str, top: Mapping[str, Any], best: Mapping[str, Any]) -> s
     )
 
 
+def _kernels_refuted(card: Mapping[str, Any]) -> bool:
+    """Whether the compute-bound finding says a what-if refuted its kernels (the whole step
+    measured less than them, or a fix that leaves them saved a share of the step)."""
+    return any(
+        f.get("rule") in (*BOUND_RULES, "compute_bound_peak")
+        and str(f.get("fix") or "").startswith("Not the advice here:")
+        for f in card["findings"]
+    )
+
+
 def _speed(best: Mapping[str, Any], w: Mapping[str, Any]) -> str:
     """The best what-if's speed-up for the verdict: on the median step, as measured (its blocks'
     medians), and where slow steps make the mean step much longer (epoch boundaries, garbage
@@ -940,6 +950,14 @@ def _verdict(card: Mapping[str, Any], w: Mapping[str, Any]) -> str:
             cause = _slow_cause(card, float(dist.get("mean_us") or 0.0))
             if cause:
                 head = f"Verdict: {cause} (a typical step: {top['label']} {_pct(top)})"
+        if top["category"] == "compute" and _kernels_refuted(card):
+            # The tracer's kernels more than a fixed step took (a TensorBoard guide's fit
+            # beside a busy process: "compute (kernels) is 76% of the step" where 16 batches
+            # a call ran the whole step in 3.83 ms against 6.71 ms of kernels read).
+            head += (
+                " as the framework phase's tracer read the kernels, but a fix measured on "
+                "your loop shows overhead to remove (the compute-bound finding below)"
+            )
         if any(f.get("rule") == LATER_FIT for f in card["findings"]):
             # The phases measured the first models' steps (the overfitting tutorial's tiny
             # model: "dispatch 45%", where its large one, 60-72% of the time, is kernels).

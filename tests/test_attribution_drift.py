@@ -213,6 +213,15 @@ def test_a_verdict_clear_of_its_thresholds_quotes_the_finding() -> None:
     assert focus_view.verdict_rule(card, w) == "compute_bound"
     card, w = _card(0.30, 0.05, "overhead_bound_session")
     assert focus_view.verdict_rule(card, w) == "overhead_bound_session"
+    # A what-if refuted the kernels (the whole step measured less than them): the verdict says
+    # so beside the share (a TensorBoard guide's fit: "compute (kernels) is 76%" where 16
+    # batches a call ran the step in 3.83 ms against 6.71 ms of kernels read).
+    card, w = _card(0.75, 0.05)
+    card["findings"][0]["fix"] = "Not the advice here: with X the whole step measured 3 µs."
+    assert focus_view._verdict(card, w).startswith(
+        "Verdict: compute (kernels) is 75% ±5 of the step as the framework phase's tracer read "
+        "the kernels, but a fix measured on your loop shows overhead to remove"
+    )
 
 
 def test_within_the_noise_a_finding_that_is_not_about_boundness_still_opens_the_answer() -> None:
