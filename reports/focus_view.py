@@ -498,6 +498,16 @@ def growth_text(m: Mapping[str, Any]) -> str:
         return f"rose by {size_text(g)} a step in the early steps only ({span})"
     if m.get("grows"):
         return f"grows by {size_text(g)} a step after the warm-up ({span})"
+    jumps = m.get("jumps") or ()
+    if jumps:
+        # A buffer's churn (d2l's shuffle buffer of the whole data set refilled each epoch:
+        # ~175 MB up and down at epoch ends) read as growth per step.
+        most = max(abs(float(j["mb"])) for j in jumps)
+        return (
+            f"no growth per step measured between its {len(jumps)} jumps ({span}); it moved "
+            f"in those, up and down, by up to {most:,.0f} MB at once (a buffer made anew, the "
+            "allocator taking and giving back memory), not step by step"
+        )
     return f"no growth per step measured ({span})"
 
 
