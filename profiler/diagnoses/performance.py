@@ -1387,7 +1387,8 @@ def _boundary_calls(trace: Any, boundaries: int, excess_ns: float) -> tuple[str,
 #: policy does on this device instead.
 COMPUTE_FIX = (
     "There is little overhead to remove: a faster step needs less arithmetic (a smaller model "
-    "or input, fewer or smaller batches) or faster kernels (more cores; XLA with "
+    "or input; smaller batches make a step shorter, not an epoch) or faster kernels (more "
+    "cores; XLA with "
     "jit_compile=True or mixed precision: try each on this loop and keep it only if the step "
     "is faster, as on a CPU either can be slower)."
 )
@@ -1450,7 +1451,8 @@ def _compute_fix(policy: str | None, arith: list[str] | None = None, tf1: bool =
             precision = ""
         return (
             "There is little overhead to remove: a faster step needs less arithmetic (a smaller "
-            "model or input, fewer or smaller batches) or faster kernels (more cores"
+            "model or input; smaller batches make a step shorter, not an epoch) or faster "
+            "kernels (more cores"
             + (f"; {precision}" if precision else "")
             + (XLA_CLAUSE_TF1 if tf1 else XLA_CLAUSE)
             + ")"
