@@ -511,3 +511,29 @@ def test_a_generation_function_called_after_fits_batches_is_no_step() -> None:
         call(fn, 1)
     assert d.done == 1 and d.detectors["tf_function_evaluation"].calls == 5
     assert d.facts.functions[id(fn)].to_json()["outside_calls"] == 5
+
+
+def test_the_sampled_window_has_a_time_limit_as_the_timed_one_has() -> None:
+    """A loop fitting a new model per trial (each first batch tracing for 2 s among 3 ms ones):
+    its sampled window of 292 planned steps took 25 s of a 35 s run, and the framework, hooks,
+    lines and what-if phases got none. The schedule limits the sampled window's time as the
+    timed one's (``CAPPED``), and the windows pass their phase's limit to the loop."""
+    from profiler.capture.script import schedule
+
+    class Loop:
+        steps_done = 0
+
+        def __init__(self) -> None:
+            self.calls: list[tuple[int, int, int]] = []
+
+        def run(self, n, marks, clock, wrap, max_ns, min_n) -> None:
+            self.calls.append((n, max_ns, min_n))
+            marks.extend([1, 2])
+
+    assert schedule.CAPPED == ("timed", "sampled")
+    loop = Loop()
+    windows = schedule.ScriptWindows(loop, lambda: 0, lambda info: None, "t")  # type: ignore[arg-type]
+    windows.caps["sampled"] = (5_000_000_000, schedule.SCRIPT_FLOORS["sampled"])
+    windows.window("sampled", 300)
+    windows.window("framework", 40)
+    assert loop.calls == [(300, 5_000_000_000, 10), (40, 0, 0)]

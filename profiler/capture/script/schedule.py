@@ -104,8 +104,9 @@ class ScriptWindows(Windows):
         self.purpose = "the first step"
         #: The threads' CPU over the last timed window (``profiler.capture.threads``).
         self.cpu: ThreadCpu | None = None
-        #: The timed window's time limit and its fewest steps (``TIMED_CAP_FACTOR``).
-        self.timed_cap: tuple[int, int] = (0, 0)
+        #: The timed and sampled windows' time limits and their fewest steps
+        #: (``TIMED_CAP_FACTOR``), by phase.
+        self.caps: dict[str, tuple[int, int]] = {}
 
     def segment(self, n: int, wrap: Any, max_ns: int = 0, min_n: int = 0) -> Segment:
         first = self.loop.steps_done
@@ -145,7 +146,7 @@ class ScriptWindows(Windows):
             self.segment(rewarm, wrap)
             self.purpose = f"{phase}: re-warm steps to window"
         start = thread_cpu.read() if phase == "timed" else None
-        cap = self.timed_cap if phase == "timed" else (0, 0)
+        cap = self.caps.get(phase, (0, 0))
         seg = self.segment(n, wrap, *cap)
         if start is not None:
             self.cpu = thread_cpu.window(start, thread_cpu.read())
@@ -204,6 +205,10 @@ NEED_S: dict[str, float] = {"timed": 0.1, "framework": 0.05, "hooks": 0.1, "line
 #: its timed window of 43,170 steps took all 2,128 of the run's, and every other phase got none.
 TIMED_CAP_FACTOR = 10
 TIMED_CAP_MIN_S = 2.0
+#: The windows so limited: the sampled one too (a loop fitting a new model per trial, each
+#: first batch tracing for 2 s among 3 ms ones: its sampled window of 292 steps took 25 s of a
+#: 35 s run, and the framework, hooks, lines and what-if phases got none).
+CAPPED = ("timed", "sampled")
 #: Steps at the end of a timed window cut by its time limit that give the step's time to plan
 #: the next phases with (its median is the fast steps').
 LATE_STEPS = 10
@@ -536,9 +541,9 @@ class Schedule:
             self.out.params = Params(steps=timed_steps, n=1).as_dict()
             if slot is not None and phase.name == "sampled":
                 self._sample_rate(phase, ctx, slot.window * step_ns)
-            if slot is not None and phase.name == "timed":
+            if slot is not None and phase.name in CAPPED:
                 cap_ns = max(TIMED_CAP_FACTOR * slot.window * step_ns, int(TIMED_CAP_MIN_S * 1e9))
-                self.sched.timed_cap = (cap_ns, SCRIPT_FLOORS["timed"])
+                self.sched.caps[phase.name] = (cap_ns, SCRIPT_FLOORS[phase.name])
             begun = self.driver.done
             record = self._phase(phase, ctx, slot.window if slot else 0)
             # Every step the phase held, its own extra steps after its window included (the
@@ -733,7 +738,7 @@ class Schedule:
         if record.window is not None:
             window = dataclasses.replace(record.window, gaps=self.sched.take_gaps())
             record = dataclasses.replace(record, window=window)
-            if planned and window.n_steps < planned and not d.ended and phase.name == "timed":
+            if planned and window.n_steps < planned and not d.ended and phase.name in CAPPED:
                 cut = (
                     f"the window ended at its time limit after {window.n_steps} of its "
                     f"{planned} planned steps: the steps took far longer than the first ones"
