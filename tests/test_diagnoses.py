@@ -2240,3 +2240,29 @@ def test_a_convolution_backprop_far_slower_than_its_forward_names_onednn() -> No
         g: dict = {"compute_fix": "x"}
         performance._slow_backprop(g, kernels, onednn)
         assert g["compute_fix"] == "x"
+
+
+def test_new_models_of_one_architecture_are_named_and_models_of_their_own_are_not() -> None:
+    """``model_per_fit``: a loop fitting a new model of one architecture per trial, its first
+    batches 70% of the run, gets the reset fix; models of their own architectures (TF's
+    overfitting tutorial compares four sizes) are the price of having them: no finding."""
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import calls
+
+    rows = [{"step": s, "us": 2_003_000.0, "median_us": 3_000.0} for s in (32, 64, 96, 128)]
+    fit = {"models": 5, "calls": 5, "call_steps": [0, 32, 64, 96, 128], "call_arch": ["a"] * 5}
+    script = {"fit": fit, "wall_s": 14.0, "steps": 160, "long_steps": {"steps": rows}}
+    f: dict = {}
+    calls.new_models_facts(f, SimpleNamespace(script=script))
+    assert calls.new_models(f) and f["nm_each_s"] == pytest.approx(2.0)
+    assert f["nm_s"] == pytest.approx(10.0) and round(f["nm_pct"]) == 71
+    assert f["nm_fix"].startswith("The 5 models have one architecture: build and compile one")
+    mixed = {**fit, "call_arch": ["a", "b", "c", "d", "e"]}
+    f = {}
+    calls.new_models_facts(f, SimpleNamespace(script={**script, "fit": mixed}))
+    assert not calls.new_models(f) and "nm_fix" not in f
+    # Not recorded (an older trace): said as a condition.
+    f = {}
+    calls.new_models_facts(f, SimpleNamespace(script={**script, "fit": {**fit, "call_arch": []}}))
+    assert f["nm_fix"].startswith("Where the trials share one architecture, build")

@@ -196,7 +196,10 @@ def new_models_facts(f: dict[str, Any], trace: Any) -> None:
         for c in starts
         if c in rows
     ]
-    if len(excess) < NEW_MODELS_SEEN:
+    archs = [a for a in fit.get("call_arch") or () if a]
+    if len(excess) < NEW_MODELS_SEEN or (len(archs) >= NEW_MODELS and len(set(archs)) > 1):
+        # Models of their own architectures (TF's overfitting tutorial: tiny, small, medium
+        # and large, compared): each one's trace is the price of having it.
         return
     each = median(excess)
     f["nm_models"] = models
@@ -215,6 +218,7 @@ def new_models_facts(f: dict[str, Any], trace: Any) -> None:
         f"The {models} models have one architecture: {reset}. "
         "keras.backend.clear_session() between trials does not shorten the trace."
         if one_architecture(fit)
+        # Not recorded (an older trace): said as a condition.
         else "Where the trials share one architecture, " + reset + "; where each trial "
         "needs its own, this is the price of each trial (keras.backend.clear_session() "
         "between trials does not shorten it)."
