@@ -2266,3 +2266,22 @@ def test_new_models_of_one_architecture_are_named_and_models_of_their_own_are_no
     f = {}
     calls.new_models_facts(f, SimpleNamespace(script={**script, "fit": {**fit, "call_arch": []}}))
     assert f["nm_fix"].startswith("Where the trials share one architecture, build")
+
+
+def test_a_pass_end_costlier_than_the_step_after_it_is_the_boundary_named() -> None:
+    """d2l's softmax regression: each epoch's last iteration (its iterable running out) took
+    0.4-3.4 s without the profiler, the next epoch's first step ~0.4 s; the periodic search
+    may pick either series, and the costlier, the pass's end, is named."""
+    from profiler.diagnoses import long_steps
+
+    end = {"us": 2_000_000.0, "median_us": 12_000.0, "pass_end": True}
+    ends = [dict(end, step=235 * k - 1) for k in range(1, 9)]
+    after = [{"step": 235 * k, "us": 400_000.0, "median_us": 12_000.0} for k in range(1, 10)]
+    rows = ends + after
+    picked = {235 * k for k in range(1, 10)}
+    assert long_steps._pass_ends_before(rows, picked) == {235 * k - 1 for k in range(1, 9)}
+    # The step after costlier: kept.
+    cheap = [dict(r, us=100_000.0) for r in ends]
+    assert long_steps._pass_ends_before(cheap + after, picked) == picked
+    # Too few pass ends before them: kept.
+    assert long_steps._pass_ends_before(ends[:3] + after, picked) == picked
