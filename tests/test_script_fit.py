@@ -244,6 +244,15 @@ def test_validations_run_while_a_phase_instruments_the_loop_are_marked_not_the_s
     assert all(0 <= i < 60 for i in altered) and altered == sorted(set(altered)), altered
 
 
+def _timed_fit(tmp_path: Path, script: Path) -> tuple[dict, list[dict]]:
+    """The script profiled in its timed window only: its ``script.fit`` and its diagnoses."""
+    out = cli(tmp_path, "--repeat", "0", "--phases", "timed", "--no-progress", str(script))
+    assert out.returncode == 0, out.stderr[-2000:]
+    run = only_run(tmp_path)
+    found = json.loads((run / "summary.json").read_text())["diagnoses"]
+    return workload(run)["script"]["fit"], found
+
+
 @pytest.mark.tf
 def test_fit_called_on_one_sample_again_and_again_is_named_with_its_calls(tmp_path: Path):
     # A DQN's replay fits each transition on its own: every fit call is one batch, and its
@@ -259,15 +268,11 @@ def test_fit_called_on_one_sample_again_and_again_is_named_with_its_calls(tmp_pa
         "for i in range(40):\n"
         "    model.fit(x[i : i + 1], x[i : i + 1, :2], epochs=1, verbose=0)\n",
     )
-    out = cli(tmp_path, "--repeat", "0", "--phases", "timed", "--no-progress", str(script))
-    assert out.returncode == 0, out.stderr[-2000:]
-    run = only_run(tmp_path)
-    fit = workload(run)["script"]["fit"]
+    fit, found = _timed_fit(tmp_path, script)
     assert fit["calls"] == fit["one_batch_calls"] == 40 and fit["ns"] > 0, fit
     assert fit["models"] == 1, fit
     # Each call timed, the calls' sum the whole.
     assert len(fit["call_ms"]) == 40 and abs(sum(fit["call_ms"]) - fit["ns"] / 1e6) < 1.0
-    found = json.loads((run / "summary.json").read_text())["diagnoses"]
     (d,) = [d for d in found if d["rule"] == "fit_per_batch"]
     assert "model.fit 40 times on one batch each" in d["message"], d
     assert "model.train_on_batch(x, y)" in d["fix"]
@@ -293,13 +298,9 @@ def test_a_new_model_fit_in_each_trial_is_named_with_its_traces_and_one_model_re
         "    model.compile(optimizer='adam', loss='mse')\n"
         "    model.fit(np.random.rand(256, 10), np.random.rand(256), verbose=0)\n",
     )
-    out = cli(tmp_path, "--repeat", "0", "--phases", "timed", "--no-progress", str(script))
-    assert out.returncode == 0, out.stderr[-2000:]
-    run = only_run(tmp_path)
-    fit = workload(run)["script"]["fit"]
+    fit, found = _timed_fit(tmp_path, script)
     assert fit["models"] == fit["calls"] == 8, fit
     assert len(fit["call_arch"]) == 8 and len(set(fit["call_arch"])) == 1, fit["call_arch"]
-    found = json.loads((run / "summary.json").read_text())["diagnoses"]
     (d,) = [d for d in found if d["rule"] == "model_per_fit"]
     assert (
         "fit trained 8 new models, once each, and each traced its new train function"

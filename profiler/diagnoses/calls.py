@@ -196,8 +196,8 @@ def new_models_facts(f: dict[str, Any], trace: Any) -> None:
         for c in starts
         if c in rows
     ]
-    archs = [a for a in fit.get("call_arch") or () if a]
-    if len(excess) < NEW_MODELS_SEEN or (len(archs) >= NEW_MODELS and len(set(archs)) > 1):
+    own = _recorded(fit) >= NEW_MODELS and len(_architectures(fit)) > 1
+    if len(excess) < NEW_MODELS_SEEN or own:
         # Models of their own architectures (TF's overfitting tutorial: tiny, small, medium
         # and large, compared): each one's trace is the price of having it.
         return
@@ -228,8 +228,17 @@ def new_models_facts(f: dict[str, Any], trace: Any) -> None:
 def one_architecture(fit: dict[str, Any]) -> bool:
     """Whether the script's fit calls (``NEW_MODELS`` or more) all trained models of one
     architecture (``fit.call_arch``)."""
-    archs = [a for a in fit.get("call_arch") or () if a]
-    return len(archs) >= NEW_MODELS and len(set(archs)) == 1
+    return len(_architectures(fit)) == 1 and _recorded(fit) >= NEW_MODELS
+
+
+def _architectures(fit: dict[str, Any]) -> set[str]:
+    """The distinct architectures the fit calls recorded (``fit.call_arch``)."""
+    return {a for a in fit.get("call_arch") or () if a}
+
+
+def _recorded(fit: dict[str, Any]) -> int:
+    """How many fit calls recorded their model's architecture."""
+    return sum(1 for a in fit.get("call_arch") or () if a)
 
 
 def new_models(f: Any) -> bool:
