@@ -107,6 +107,7 @@ class ScriptWindows(Windows):
         #: The timed and sampled windows' time limits and their fewest steps
         #: (``TIMED_CAP_FACTOR``), by phase.
         self.caps: dict[str, tuple[int, int]] = {}
+        self._cpu_start: Any = None
 
     def segment(self, n: int, wrap: Any, max_ns: int = 0, min_n: int = 0) -> Segment:
         first = self.loop.steps_done
@@ -149,11 +150,23 @@ class ScriptWindows(Windows):
         cap = self.caps.get(phase, (0, 0))
         seg = self.segment(n, wrap, *cap)
         if start is not None:
+            self._cpu_start = start
             self.cpu = thread_cpu.window(start, thread_cpu.read())
         self.progress({"workload": self.name, "phase": phase, "done": seg.n_steps, "total": n})
         # Steps a phase runs itself while it is removed (FULL_TRACE, hooks on/off) go next.
         self.purpose = f"{phase}: its own extra steps after the window"
         return Window(phase=phase, segments=(seg,), rewarm_steps=rewarm)
+
+    def extend(self, window: Window, n: int) -> Window:
+        """Up to ``n`` more uninstrumented steps for the timed ``window``, right after it (a
+        segment of its own: the time between is a gap), its CPU read over both."""
+        self.purpose = "timed: its window extended at its steps' time"
+        seg = self.segment(n, None, *self.caps.get("timed", (0, 0)))
+        if self._cpu_start is not None:
+            self.cpu = thread_cpu.window(self._cpu_start, thread_cpu.read())
+        self.progress({"workload": self.name, "phase": "timed", "done": seg.n_steps, "total": n})
+        self.purpose = "timed: its own extra steps after the window"
+        return dataclasses.replace(window, segments=(*window.segments, seg))
 
 
 # --- the schedule -------------------------------------------------------------------------------
@@ -209,6 +222,9 @@ TIMED_CAP_MIN_S = 2.0
 #: first batch tracing for 2 s among 3 ms ones: its sampled window of 292 steps took 25 s of a
 #: 35 s run, and the framework, hooks, lines and what-if phases got none).
 CAPPED = ("timed", "sampled")
+#: The fewest steps a timed window planned at far slower steps is extended by
+#: (``_extend_timed``).
+EXTEND_MIN = 5
 #: Steps at the end of a timed window cut by its time limit that give the step's time to plan
 #: the next phases with (its median is the fast steps').
 LATE_STEPS = 10
@@ -568,6 +584,11 @@ class Schedule:
                     # 0.2 of the step against 0.89 measured.
                     for later in self.phases[i + 1 :]:
                         later.budget = budgets[later.name]
+                    if not cut:
+                        phase.budget = budgets[phase.name]
+                        record = self._extend_timed(phase, spec, i, step_ns, scale, record)
+                        self.out.records[-1] = record
+                        self.out.held[phase.name] = (begun, self.driver.done)
             if instrumented:
                 # The window's neighbour after it (and the next window's before it).
                 nxt = self._next_instrumented(spec, i, deferred)
@@ -576,6 +597,60 @@ class Schedule:
             elif phase.name == "timed":
                 fresh = record.window is not None and record.window.n_steps > 0
             self.write(self.out)
+
+    def _extend_timed(
+        self,
+        phase: Phase,
+        spec: WorkloadSpec,
+        i: int,
+        step_ns: int,
+        scale: float,
+        record: PhaseRecord,
+    ) -> PhaseRecord:
+        """The timed window, planned at far slower steps (a first step that evaluates, a
+        warm-up that traced), run on for the window its steps' own time plans, right after it.
+        word2vec's TF1 loop evaluated its embeddings at step 1: its warm-up read 204 ms a step,
+        and its timed window was 10 steps of 3.8 ms (38 ms), its median and the whole answer
+        resting on them."""
+        if (
+            self.driver.ended
+            or record.status != OK
+            or record.window is None
+            or self.options.get("job_worker")
+        ):
+            # A job's workers step together: one extending its window alone would shift
+            # their later windows apart.
+            return record
+        slots = schedule.plan(
+            self.phases[i:],
+            self._ctx(spec, step_ns),
+            timed_steps=self.timed_steps,
+            available=self._room(spec, i),
+            scale=scale,
+            floors=SCRIPT_FLOORS,
+            extra_s=EXTRA_S,
+            targets=SCRIPT_TARGETS,
+            rewarm_s=REWARM_S,
+            tight_floors=self._tight_floors(step_ns),
+        )
+        slot = slots.get(phase.name)
+        more = (slot.window if slot is not None else 0) - record.window.n_steps
+        if more < EXTEND_MIN:
+            return record
+        cap_ns = max(TIMED_CAP_FACTOR * more * step_ns, int(TIMED_CAP_MIN_S * 1e9))
+        self.sched.caps[phase.name] = (cap_ns, 1)
+        self.out.plan["phases"][phase.name]["extended"] = more
+        self.out.plan["phases"][phase.name]["extended_step_us"] = round(step_ns / 1e3, 3)
+        self.loop.set_active(phase.name)
+        try:
+            window = self.sched.extend(record.window, more)
+        except ScriptEnded:
+            # The steps the extension ran are lost with its segment: the window as it was.
+            return record
+        finally:
+            self.loop.set_active("")
+        self.out.params = Params(steps=window.n_steps, n=1).as_dict()
+        return dataclasses.replace(record, window=window, data=self.sched.cpu)
 
     def _tight_floors(self, step_ns: int) -> dict[str, int]:
         """The windows a plan that does not fit shrinks to: the fewest steps measuring each
