@@ -2285,3 +2285,38 @@ def test_a_pass_end_costlier_than_the_step_after_it_is_the_boundary_named() -> N
     assert long_steps._pass_ends_before(cheap + after, picked) == picked
     # Too few pass ends before them: kept.
     assert long_steps._pass_ends_before(ends[:3] + after, picked) == picked
+
+
+def test_a_long_step_beside_a_trace_stays_less_the_traced_calls_time() -> None:
+    # TensorFlow's distributed custom-training tutorial: 21.4 s between an epoch's last step and
+    # the next (its distributed iterator's end, then its test loop: 0-24 s without the
+    # profiler), where its test function's first call traced; left out whole as a trace, the
+    # run's largest cost went unnamed.
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import long_steps
+
+    rows = [
+        {"step": 199, "us": 21_370_954.3, "median_us": 45_024.2, "phase": ""},
+        {"step": 399, "us": 2_824_037.5, "median_us": 88_471.5, "phase": ""},
+    ]
+    record = {"steps": rows, "left_out": 63, "spans": []}
+
+    def facts(traced_ms: dict[str, float] | None) -> dict:
+        fn = {"name": "distributed_test_step", "own": True, "trace_steps": [199]}
+        fn["first_step"] = 199
+        if traced_ms is not None:
+            fn["traced_ms"] = traced_ms
+        script = {"long_steps": record, "steps": 600, "functions": [fn]}
+        f = {"step_us": 79_000.0, "framework": "tf2"}
+        long_steps.long_facts(f, SimpleNamespace(script=script, warmup=SimpleNamespace(n_steps=3)))
+        return f
+
+    # Its traced calls took 2.1 s of the 21.3 s: the step stays, less them.
+    kept = facts({"199": 2_100.0})
+    assert kept.get("long_count") == 2, kept
+    assert 20 < kept["long_pct"] < 45, kept["long_pct"]
+    # Calls that traced for most of it: the trace's (the retracing and tracing findings').
+    assert facts({"199": 20_000.0}).get("long_count") == 1
+    # A record without the traced calls' times (an earlier capture): left out as before.
+    assert facts(None).get("long_count") == 1

@@ -37,6 +37,7 @@ import re
 import sys
 import sysconfig
 import threading
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from types import ModuleType
@@ -46,6 +47,7 @@ from profiler.capture import tf_internals
 from profiler.capture.script.driver import (
     AT_STEPS_MAX,
     FEED_CHECKS,
+    TRACED_MOST,
     FunctionStats,
     KerasCalls,
     StepDriver,
@@ -99,6 +101,7 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
     stats = d.facts.functions
     step_call = wrap_call(fn, driver, "tf_function")
     ident, main = threading.get_ident, d.main
+    clock = time.perf_counter_ns
 
     variants, swaps = d.variant_args, d.variant_calls
 
@@ -135,14 +138,16 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
             # between steps (an epoch's end), not steps of its own.
             d.detector("tf_function_evaluation").calls += 1
             s.outside += 1
+            start = clock()
             try:
                 return fn(self, *args, **kwargs)
             finally:
-                _count_trace(self, s, keys, d.done)
+                _count_trace(self, s, keys, d.done, start)
+        start = clock()
         try:
             return step_call(self, *args, **kwargs)
         finally:
-            _count_trace(self, s, keys, d.done)
+            _count_trace(self, s, keys, d.done, start)
 
     return call
 
@@ -199,12 +204,17 @@ def function_origin(fn: Any) -> tuple[str, bool]:
     return module, not (installed or stdlib or ours)
 
 
-def _count_trace(fn: Any, s: FunctionStats, keys: tuple[tuple[str, Any], ...], step: int) -> None:
+def _count_trace(
+    fn: Any, s: FunctionStats, keys: tuple[tuple[str, Any], ...], step: int, start: int
+) -> None:
     try:
         count = int(fn.experimental_get_tracing_count())
     except Exception:  # another TensorFlow, or not a Function: counting is best effort
         return
     s.calls += 1
+    if count > s.last_count and (step in s.traced_ns or len(s.traced_ns) < TRACED_MOST):
+        # The call traced (its first, or a retrace): its wall time, tracing and running.
+        s.traced_ns[step] = s.traced_ns.get(step, 0) + time.perf_counter_ns() - start
     if s.first_count is None:
         s.first_count = count
     elif count > s.last_count:

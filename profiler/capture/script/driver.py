@@ -252,6 +252,10 @@ class Facts:
         return self.feeds_same == self.feeds_compared
 
 
+#: Steps a function's traced calls are timed at, at most (``FunctionStats.traced_ns``).
+TRACED_MOST = 1_000
+
+
 @dataclass
 class FunctionStats:
     """One ``tf.function``'s calls and (re)traces, as the detector saw them.
@@ -286,6 +290,9 @@ class FunctionStats:
     outside: int = 0
     #: The steps done when it was first called (its first trace): -1 not recorded.
     first_step: int = -1
+    #: The wall time of its calls that traced (its first and each retrace), by the step they
+    #: came in (the first ``TRACED_MOST`` steps): a trace's share of a long step.
+    traced_ns: dict[int, int] = field(default_factory=dict)
     #: The last call's arguments (the what-ifs trace with them before switching a variant in).
     last_call: tuple[tuple[Any, ...], dict[str, Any]] | None = field(default=None, repr=False)
 
@@ -300,6 +307,7 @@ class FunctionStats:
             "own": self.own,
             "outside_calls": self.outside,
             "first_step": self.first_step,
+            "traced_ms": {str(k): round(v / 1e6, 3) for k, v in self.traced_ns.items()},
         }
 
 
