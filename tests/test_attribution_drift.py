@@ -446,3 +446,20 @@ def test_cpu_a_step_that_grows_with_the_run_is_work_and_cpu_up_and_down_is_not()
         [2225, 694, 469, 587, 430, 555, 440, 702, 526, 956],
     )
     assert focus_view._work_varied(spins) == ""
+
+
+def test_blocks_a_phase_instrumented_are_no_measure_of_the_steps_work() -> None:
+    from profiler.reports import focus_view
+
+    # word2vec's TF1 loop, the same work every step: its first tenth held every phase (their
+    # instruments' CPU), the others ran 2.14-3.45 ms of CPU a step.
+    walls = [3052.8, 2761.8, 2718.9, 2620.2, 2821.6, 2962.7, 2564.5, 1823.0, 1917.8, 1848.1]
+    cpus = [4334.5, 3191.4, 3252.0, 2956.9, 3452.3, 3311.2, 3216.6, 2346.6, 2197.3, 2137.5]
+    rows = [
+        {"median_us": w, "cpu_us": c, "others_cores": 1.0, "instrumented": i == 0}
+        for i, (w, c) in enumerate(zip(walls, cpus, strict=True))
+    ]
+    assert focus_view._work_varied(rows) == ""
+    # Counted, the instrumented tenth alone made the CPU a step vary 2x.
+    counted = [{**r, "instrumented": False} for r in rows]
+    assert "the steps' work with it" in focus_view._work_varied(counted)
