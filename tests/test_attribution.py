@@ -402,3 +402,37 @@ def test_a_faster_hooks_window_whose_drift_would_swamp_its_python_side_is_scaled
     # Scaled as a whole: the Python side keeps its tenth of the step.
     assert att.typical["python"] == 122, att.typical
     assert any("ran 0.82x the timed window's" in n for n in att.notes), att.notes
+
+
+def test_a_step_compiled_with_xla_is_compute_where_the_tracer_sees_no_kernels() -> None:
+    # Keras's image classification example compiles with jit_compile=True: on a CPU the
+    # tracer sees none of XLA's kernels, and its 1 s step read "0 µs of kernels, dispatch 82%:
+    # the graph executor's cost per op", its fix the XLA it had on.
+    medians = StepMedians(kernel_union_ns=0, executor_ns=380, run_call_ns=400)
+    fw = PhaseRecord(
+        "framework",
+        "ok",
+        window=_window("framework", [1000] * 5, 200),
+        data=replace(framework_data(0, 380), median_ns=medians),
+    )
+    plain = _trace(TIMED, HOOKS, fw)
+    xla = replace(plain, script={"fit": {"jit_compile": True}})
+    assert attribution.xla_compiled(xla) == "compile(jit_compile=True)"
+    assert attribution.xla_compiled(plain) == ""
+    k = attribution.kernels(xla)
+    # The native call, whose 380 ns the executor spans: all of it XLA's code.
+    assert k is not None and k.compute_ns == 400 and "XLA-compiled" in k.source
+    att = attribution.attribute(xla)
+    assert att is not None
+    assert att.typical["compute"] == 400 and att.typical["dispatch"] == 0
+    assert sum(att.typical.values()) == 1000
+    # Not compiled with XLA: no kernels are no kernels.
+    att = attribution.attribute(plain)
+    assert att is not None and att.typical["compute"] == 0 and att.typical["dispatch"] == 400
+    # A step function of the script's own, made with tf.function(jit_compile=True).
+    fns = [
+        {"name": "train_step", "own": True, "calls": 500, "jit_compile": True},
+        {"name": "test_step", "own": True, "calls": 40, "jit_compile": False},
+    ]
+    own = replace(plain, script={"functions": fns})
+    assert attribution.xla_compiled(own) == "train_step: tf.function(jit_compile=True)"

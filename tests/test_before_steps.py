@@ -333,3 +333,14 @@ def test_a_fits_validations_epoch_ends_and_later_fits_are_told_apart_in_the_step
     few = {**fit, "validations_ns": [1_000_000, 1_000_000], "epoch_ends": [], "call_steps": [0]}
     line = focus_view._budget({**script, "fit": few}, None, 5_000.0, None)
     assert "fit's" not in line and "the rest: epoch ends, validations" in line, line
+
+
+def test_autographs_conversion_of_a_function_is_not_the_users_own_code() -> None:
+    # TensorFlow's distributed training tutorial: the start of its first step, tracing, read
+    # "tf__distributed_train_step (__autograph_generated_filejgpoesja.py line 10) in its own
+    # code"; the script's own line that called it is its own.
+    from profiler.model import Frame, is_own_frame
+
+    converted = Frame("tf__step", "/tmp/__autograph_generated_filejgpoesja.py", 10)
+    assert not is_own_frame(converted)
+    assert is_own_frame(Frame("<module>", "/home/me/train.py", 153))

@@ -2320,3 +2320,13 @@ def test_a_long_step_beside_a_trace_stays_less_the_traced_calls_time() -> None:
     assert facts({"199": 20_000.0}).get("long_count") == 1
     # A record without the traced calls' times (an earlier capture): left out as before.
     assert facts(None).get("long_count") == 1
+
+
+def test_a_step_compiled_with_xla_is_told_to_time_it_without_not_to_try_it() -> None:
+    from profiler.diagnoses import performance
+
+    on = performance._compute_fix(None, ["avx512_bf16"], False, "compile(jit_compile=True)")
+    assert "compiles with XLA already (compile(jit_compile=True)): time it without" in on
+    assert performance.XLA_CLAUSE not in on
+    off = performance._compute_fix(None, ["avx512_bf16"], False)
+    assert performance.XLA_CLAUSE in off and "already" not in off

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from statistics import median
 from typing import Any
 
-from profiler.analysis import auto_step, purposes, sampling, stats
+from profiler.analysis import attribution, auto_step, purposes, sampling, stats
 from profiler.analysis import whatif as whatif_analysis
 from profiler.diagnoses import before_steps as start_rules
 from profiler.diagnoses import calls as call_rules
@@ -94,8 +94,9 @@ def facts(wa: Any, experiments: Mapping[str, Any] | None) -> dict[str, Any] | No
         "units_per_step": k,
     }
     script = trace.script or {}
+    f["xla_on"] = attribution.xla_compiled(trace)
     f["compute_fix"] = _compute_fix(
-        script.get("dtype_policy"), script.get("cpu_arith"), framework == "tf1"
+        script.get("dtype_policy"), script.get("cpu_arith"), framework == "tf1", f["xla_on"]
     )
     fit_call = script.get("fit") or {}
     hooked = fit_call.get("batch_callbacks") or []
@@ -1409,7 +1410,17 @@ BF16_TF1 = (
 )
 
 
-def _compute_fix(policy: str | None, arith: list[str] | None = None, tf1: bool = False) -> str:
+def xla_on_clause(how: str) -> str:
+    """The compute-bound fix's XLA part where the step compiles with XLA already."""
+    return (
+        f"; this step compiles with XLA already ({how}): time it without (jit_compile=False), "
+        "as on a CPU XLA can be slower (the image classification example's convnet: 2.5x)"
+    )
+
+
+def _compute_fix(
+    policy: str | None, arith: list[str] | None = None, tf1: bool = False, xla: str = ""
+) -> str:
     """``COMPUTE_FIX``, or for a script whose Keras dtype policy is a mixed one, what to
     measure against it (the mixed-precision guide's Dense(4096) model under mixed_float16 ran
     1.2-1.3x slower than float32 on this CPU, mixed_bfloat16 2x faster, measured without the
@@ -1454,7 +1465,7 @@ def _compute_fix(policy: str | None, arith: list[str] | None = None, tf1: bool =
             "model or input; smaller batches make a step shorter, not an epoch) or faster "
             "kernels (more cores"
             + (f"; {precision}" if precision else "")
-            + (XLA_CLAUSE_TF1 if tf1 else XLA_CLAUSE)
+            + (xla_on_clause(xla) if xla else XLA_CLAUSE_TF1 if tf1 else XLA_CLAUSE)
             + ")"
             + (
                 ""
@@ -3046,7 +3057,15 @@ def _measured_fix(
         # timed, and "time it" read as advice.
         # XLA measured slower on this loop is no longer among the things to time (the style
         # transfer tutorial's fix still said "XLA ... try it" after "measured: slower").
-        d = dataclasses.replace(d, fix=d.fix.replace(XLA_CLAUSE, "").replace(XLA_CLAUSE_TF1, ""))
+        # The step compiling with XLA already: the what-if ran it without, and the clause to
+        # time that goes where XLA off measured slower.
+        clause = xla_on_clause(f["xla_on"]) if f.get("xla_on") else ""
+        d = dataclasses.replace(
+            d,
+            fix=d.fix.replace(XLA_CLAUSE, "").replace(XLA_CLAUSE_TF1, "").replace(clause, "")
+            if clause
+            else d.fix.replace(XLA_CLAUSE, "").replace(XLA_CLAUSE_TF1, ""),
+        )
     for m in ms:
         d = dataclasses.replace(d, fix=f"{d.fix} {measured_sentence(m)}")
     return d

@@ -248,13 +248,24 @@ class Frame:
 _TOOLKIT_DIR = str(Path(__file__).resolve().parents[1]) + "/"
 
 
+#: The files AutoGraph writes for a tf.function's Python as it traces it (a temporary folder's
+#: ``__autograph_generated_file<id>.py``): TensorFlow's code, run while it traces.
+AUTOGRAPH_FILE = "__autograph_generated_file"
+
+
 def is_own_frame(f: Frame) -> bool:
     """A frame of the user's own code: not native, not an installed package's, not the
-    standard library's, not this toolkit's (its loop marks run in the script's loops)."""
+    standard library's, not this toolkit's (its loop marks run in the script's loops), not
+    AutoGraph's conversion of it (TensorFlow's distributed training tutorial's start read
+    "tf__distributed_train_step (__autograph_generated_filejgpoesja.py line 10) in its own
+    code")."""
     if f.native or not f.file or f.file.startswith("<"):
         return False
     return not (
-        "-packages/" in f.file or "/lib/python3." in f.file or f.file.startswith(_TOOLKIT_DIR)
+        "-packages/" in f.file
+        or "/lib/python3." in f.file
+        or f.file.startswith(_TOOLKIT_DIR)
+        or AUTOGRAPH_FILE in f.file
     )
 
 

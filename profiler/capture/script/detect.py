@@ -124,7 +124,13 @@ def wrap_function_call(fn: Callable[..., Any], driver: StepDriver) -> Callable[.
             module, own = function_origin(py)
             evaluation = own and bool(EVAL_NAME.search(name.rsplit(".", 1)[-1].lower()))
             s = stats[id(self)] = FunctionStats(
-                name, ref=self, module=module, own=own, evaluation=evaluation, first_step=d.done
+                name,
+                ref=self,
+                module=module,
+                own=own,
+                evaluation=evaluation,
+                first_step=d.done,
+                jit_compile=bool(getattr(self, "_jit_compile", None)),
             )
         keys = tuple((f"#{i}", arg_key(a)) for i, a in enumerate(args)) + tuple(
             (k, arg_key(v)) for k, v in kwargs.items()
@@ -481,6 +487,12 @@ def wrap_fit(fit: Callable[..., Any], driver: StepDriver) -> Callable[..., Any]:
                     )
                 # What makes fit run eagerly: compile(run_eagerly=True) (the model's flag).
                 facts.fit["run_eagerly"] = bool(getattr(self.model, "run_eagerly", False))
+                # compile(jit_compile=True): its train function compiled with XLA, whose
+                # kernels the framework phase's tracer does not see on a CPU.
+                try:
+                    facts.fit["jit_compile"] = bool(getattr(self.model, "jit_compile", False))
+                except Exception:  # another Keras: not read
+                    pass
                 # A tf.distribute strategy the model was built under (not the default one).
                 strategy = getattr(self.model, "distribute_strategy", None)
                 kind = type(strategy).__name__ if strategy is not None else ""

@@ -293,6 +293,8 @@ class FunctionStats:
     #: The wall time of its calls that traced (its first and each retrace), by the step they
     #: came in (the first ``TRACED_MOST`` steps): a trace's share of a long step.
     traced_ns: dict[int, int] = field(default_factory=dict)
+    #: Made with ``jit_compile=True``: its graph compiled with XLA.
+    jit_compile: bool = False
     #: The last call's arguments (the what-ifs trace with them before switching a variant in).
     last_call: tuple[tuple[Any, ...], dict[str, Any]] | None = field(default=None, repr=False)
 
@@ -308,6 +310,7 @@ class FunctionStats:
             "outside_calls": self.outside,
             "first_step": self.first_step,
             "traced_ms": {str(k): round(v / 1e6, 3) for k, v in self.traced_ns.items()},
+            "jit_compile": self.jit_compile,
         }
 
 
