@@ -430,6 +430,31 @@ def test_fits_own_tf_functions_get_no_function_what_if(tmp_path: Path):
     assert "keras_jit" in found
 
 
+@pytest.mark.tf
+@pytest.mark.slow
+def test_a_fit_compiled_with_xla_is_measured_without_it_and_its_step_is_compute(tmp_path: Path):
+    # Keras's image classification example compiles with jit_compile=True: its step read "0 µs
+    # of kernels, dispatch 82%" (the tracer sees none of XLA's kernels on a CPU) and its fix was
+    # the XLA it had on, which made it 2.5x slower without the profiler.
+    script = write(tmp_path, "fit_xla.py", KERAS_FIT.replace('compile("adam", "mse")', XLA_COMPILE))
+    phases = ("--phases", "timed,sampled,framework,whatif", "--whatif-only", "keras_jit")
+    w, found, stdout = _whatifs(tmp_path, *phases, str(script))
+    assert w["script"]["fit"]["jit_compile"] is True
+    x = found["keras_jit"]
+    assert x["status"] == "ok" and x["title"].startswith("fit's train function without XLA")
+    # Not predicted (XLA off adds kernels back): measured only.
+    assert x["predicted_saving_us"] is None and x["pairs"] >= 2
+    att = w["attribution"]
+    assert any(s.startswith("XLA-compiled") for s in att["sources"]["compute"]), att["sources"]
+    assert att["share"]["compute"] > att["share"]["dispatch"], att["share"]
+    # XLA is never the advice to a step that has it on.
+    assert "XLA (jit_compile=True) fuses them" not in stdout
+    assert "XLA with jit_compile=True: time it" not in stdout
+
+
+XLA_COMPILE = 'compile("adam", "mse", jit_compile=True)'
+
+
 KERAS_SAME_BATCHES = """
 import numpy as np
 import keras
