@@ -344,3 +344,21 @@ def test_autographs_conversion_of_a_function_is_not_the_users_own_code() -> None
     converted = Frame("tf__step", "/tmp/__autograph_generated_filejgpoesja.py", 10)
     assert not is_own_frame(converted)
     assert is_own_frame(Frame("<module>", "/home/me/train.py", 153))
+
+
+def test_python_autograph_converted_is_named_as_the_script_wrote_it() -> None:
+    # TF's data performance guide: a map's tf.py_function of a lambda read "runs Python
+    # outer_factory.<locals>.inner_factory.<locals>.tf__mapped_function.<locals>.<lambda>
+    # (__autograph_generated_fileo8segxup.py:10)".
+    from profiler.capture.script import pipeline
+
+    space: dict = {}
+    code = "def mapped_function():\n    return lambda x: x\n"
+    exec(compile(code, "/tmp/__autograph_generated_fileo8segxup.py", "exec"), space)
+    fn = space["mapped_function"]()
+    fn.__qualname__ = (
+        "outer_factory.<locals>.inner_factory.<locals>.tf__mapped_function.<locals>.<lambda>"
+    )
+    assert pipeline._where(fn) == "mapped_function.<locals>.<lambda> (as AutoGraph converted it)"
+    exec(compile(code, "/home/me/train.py", "exec"), space)
+    assert pipeline._where(space["mapped_function"]) == "mapped_function (train.py:1)"

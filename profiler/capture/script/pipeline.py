@@ -14,10 +14,12 @@ shorter description, never an error in the user's script.
 from __future__ import annotations
 
 import inspect
+import re
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from profiler.model import AUTOGRAPH_FILE
 from profiler.model.tfdata import KERAS_MAKERS
 
 #: Datasets described per script; later ones are counted under ``others``.
@@ -434,6 +436,10 @@ def _draws_random(fn: Any, depth: int = 2) -> bool:
     )
 
 
+#: AutoGraph's wrapping of a converted function's name: its factories and the ``tf__`` prefix.
+AUTOGRAPH_NAME = re.compile(r"^(?:outer_factory\.<locals>\.)?(?:inner_factory\.<locals>\.)?tf__")
+
+
 def _where(fn: Any) -> str:
     """``name (file:line)`` of a Python function, "" if it is not one."""
     code = getattr(fn, "__code__", None)
@@ -441,4 +447,10 @@ def _where(fn: Any) -> str:
         return ""
     name = getattr(fn, "__qualname__", code.co_name)
     file = code.co_filename.rsplit("/", 1)[-1]
+    if file.startswith(AUTOGRAPH_FILE):
+        # Python AutoGraph converted while tracing (a lambda inside a map's function): named
+        # as the script wrote it, not "outer_factory.<locals>.inner_factory.<locals>.tf__f.
+        # <locals>.<lambda> (__autograph_generated_fileo8segxup.py:10)".
+        name = AUTOGRAPH_NAME.sub("", name)
+        return f"{name} (as AutoGraph converted it)"
     return f"{name} ({file}:{code.co_firstlineno})"
