@@ -2340,3 +2340,21 @@ def test_a_step_compiled_with_xla_is_told_to_time_it_without_not_to_try_it() -> 
     assert performance.XLA_CLAUSE not in on
     off = performance._compute_fix(None, ["avx512_bf16"], False)
     assert performance.XLA_CLAUSE in off and "already" not in off
+
+
+def test_slow_steps_that_start_each_pass_over_the_loop_are_named_so() -> None:
+    # TF's data performance guide: its naive pipeline's generator "opens a file" at each
+    # 3-sample epoch's start, read "Something runs every 3 steps besides the training step".
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    rows = [{"step": s, "us": 87_000.0, "median_us": 16_700.0, "after_pass_end": True}
+            for s in (29, 50, 59, 62, 65)]  # fmt: skip
+    record = {"passes": {"ends": 392, "length": 3}, "steps": rows}
+    trace = SimpleNamespace(script={"long_steps": record})
+    assert performance._pass_starts(trace, 3)
+    assert not performance._pass_starts(trace, 4)
+    others = [{**r, "after_pass_end": False} for r in rows]
+    assert not performance._pass_starts(SimpleNamespace(script={"long_steps": {
+        **record, "steps": others}}), 3)  # fmt: skip

@@ -1683,12 +1683,41 @@ def _slow_facts(f: dict[str, Any], trace: Any) -> None:
     hooks = _hooks_at((trace.script or {}).get("session_hooks") or (), slow.period or 0)
     if hooks is not None and line is None:
         f["slow_what"], f["slow_fix"] = hooks
+    if line is None and _pass_starts(trace, slow.period or 0):
+        f["slow_what"], f["slow_fix"] = (
+            f"Each is the first step of a pass over the steps' loop (every {slow.period} "
+            "steps): the loop's iterable made anew, its first element waited for (a "
+            "tf.data pipeline's set-up: a generator started again, its files opened)",
+            PASS_START_FIX,
+        )
     if slow.excess_share >= SLOW_HOLD_SAMPLED:
         _slow_update(f, trace, slow.period or 0, line is not None, slow.mean_ns)
     # The slow steps' line calls the Keras method predict_in_loop names (a GAN's
     # generator.predict once an iteration of three train_on_batch steps): that finding's.
     named = call_rules.looped(f)
     f["slow_by_call"] = bool(named and line is not None and named in line[0].source)
+
+
+#: The fix for slow first steps of the passes over the loop's iterable.
+PASS_START_FIX = (
+    "iterate one stream across the passes (make the iterator once, over the data repeated: "
+    "it = iter(ds.repeat()), and take each pass's steps with itertools.islice(it, n)), or make "
+    "the set-up cheaper (the files opened in parallel, tf.data.Dataset.interleave with "
+    "num_parallel_calls; the generator's start outside its loop; .cache() after it)"
+)
+
+
+def _pass_starts(trace: Any, period: int) -> bool:
+    """Whether the run's long steps at ``period`` are mostly the first steps of the passes
+    over the steps' loop (``script.long_steps``: the passes' length is the period). TF's data
+    performance guide's naive pipeline: its generator sleeps to "open a file" at each 3-sample
+    epoch's start, read "Something runs every 3 steps besides the training step (an
+    evaluation, a checkpoint, logging or a summary)"."""
+    record = (trace.script or {}).get("long_steps") or {}
+    length = int((record.get("passes") or {}).get("length") or 0)
+    rows = record.get("steps") or ()
+    starts = sum(1 for r in rows if r.get("after_pass_end"))
+    return period > 1 and length == period and starts >= 3 and 2 * starts > len(rows)
 
 
 #: Slow steps holding this share of the loop's time or more: the sampled steps' stacks are
