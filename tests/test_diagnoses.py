@@ -2368,3 +2368,22 @@ def test_slow_steps_that_start_each_pass_over_the_loop_are_named_so() -> None:
     others = [{**r, "after_pass_end": False} for r in rows]
     assert not performance._pass_starts(SimpleNamespace(script={"long_steps": {
         **record, "steps": others}}), 3)  # fmt: skip
+
+
+def test_a_rate_above_the_measured_peak_is_not_said_as_more_than_all_of_it() -> None:
+    # Keras's style transfer: "112.9 GFLOP/s, 119% of this machine's 95 GFLOP/s float32
+    # matmul" (the peak measured while other work ran); within PEAK_SLACK it is "about" it.
+    from types import SimpleNamespace as NS
+
+    from profiler.diagnoses import performance
+
+    def said(flops: int) -> str:
+        fw = NS(peak_gflops=95.0, flops_per_step=flops, median_ns=NS(kernels=300),
+                xplane_op_table=None, op_table=None, full_trace=None)  # fmt: skip
+        trace = NS(data={"framework": fw}.get, script={})
+        f = {"step_us": 386_152.0, "compute_us": 380_375.0, "units_per_step": 1}
+        performance._compute_facts(f, trace)
+        return f.get("peak_said", "")
+
+    assert said(42_948_649_188).startswith("about this machine's 95 GFLOP/s float32 matmul")
+    assert said(30_000_000_000) == "83% of this machine's 95 GFLOP/s float32 matmul"

@@ -1574,6 +1574,15 @@ def _compute_facts(f: dict[str, Any], trace: Any) -> None:
         f["peak_gflops"] = fw.peak_gflops
         f["peak_pct"] = 100 * f["gflops"] / fw.peak_gflops
         f["step_flops"] = flops
+        # Above the peak (by PEAK_SLACK at most) reads as impossible: a kernel beat the
+        # matmul benchmark a little, or the benchmark met other work (Keras's style transfer:
+        # "119% of this machine's 95 GFLOP/s", 102% of 72 beside a busy process).
+        f["peak_said"] = (
+            f"{f['peak_pct']:.0f}% of this machine's {fw.peak_gflops:,.0f} GFLOP/s float32 matmul"
+            if f["peak_pct"] <= 100
+            else f"about this machine's {fw.peak_gflops:,.0f} GFLOP/s float32 matmul (its "
+            "peak as measured, which other work on the cores lowers)"
+        )
 
 
 #: A convolution's backprop kernel holding this share of the kernels or more ...
@@ -2406,7 +2415,7 @@ RULES: tuple[Rule, ...] = (
             "compute_fix",
             "gflops",
             "peak_gflops",
-            "peak_pct",
+            "peak_said",
             "step_flops",
         ),
         when=lambda f: (
@@ -2417,8 +2426,7 @@ RULES: tuple[Rule, ...] = (
         ),
         message="{label} is compute-bound: kernels take {compute_us:,.0f} µs of each "
         "{step_us:,.0f} µs step ({compute_pct:.0f}%), {step_flops:,} flops at "
-        "{gflops:,.1f} GFLOP/s, {peak_pct:.0f}% of this machine's {peak_gflops:,.0f} GFLOP/s "
-        "float32 matmul; the top kernels are {top_kernels}.",
+        "{gflops:,.1f} GFLOP/s, {peak_said}; the top kernels are {top_kernels}.",
         fix="{compute_fix}",
         cost="compute_us",
     ),
