@@ -1517,6 +1517,13 @@ def test_long_first_steps_of_the_passes_are_the_work_between_them_at_the_passes_
     assert f["long_each_ms"] == pytest.approx(232.6, abs=0.1)
     assert 15 < f["long_pct"] < 20, f["long_pct"]
     assert f["long_what"] == long_steps.BETWEEN_PASSES
+    # Passes over a tf.data pipeline: each makes its iterator anew (TF's data performance
+    # guide's generator "opening a file" each epoch read "an evaluation, a checkpoint").
+    data = {**script, "pipelines": [{"stages": [{"kind": "from_generator"}]}]}
+    h = {"step_us": 16_808.0, "framework": "tf2"}
+    long_steps.long_facts(h, SimpleNamespace(script=data, warmup=trace.warmup))
+    assert h["long_what"] == long_steps.BETWEEN_PASSES_DATA
+    assert h["long_fix"].startswith("Iterate one stream across the passes")
     # Without the passes, the same two steps are a few at no period, as before.
     g = {"step_us": 16_808.0, "framework": "tf2"}
     bare = [{k: v for k, v in r.items() if k != "after_pass_end"} for r in rows]

@@ -225,7 +225,15 @@ def long_facts(f: dict[str, Any], trace: Any) -> None:
         if f.get("framework") in ("tf2", "keras") and not compiled
         else ""
     )
-    what, fix = (BETWEEN_PASSES, BETWEEN_FIX) if passes else _what_and_fix(kept, script)
+    if passes and script.get("pipelines"):
+        # The steps iterate a tf.data pipeline: a pass's first step makes its iterator anew
+        # (TF's data performance guide: its generator "opens a file" at each 3-sample epoch's
+        # start, read "an evaluation, a checkpoint, logging at an epoch's end").
+        what, fix = BETWEEN_PASSES_DATA, BETWEEN_FIX_DATA
+    elif passes:
+        what, fix = BETWEEN_PASSES, BETWEEN_FIX
+    else:
+        what, fix = _what_and_fix(kept, script)
     f["long_what"], f["long_fix"] = what, fix.format(long_cheaper=f["long_cheaper"])
 
 
@@ -310,6 +318,19 @@ BETWEEN_FIX = (
 BETWEEN_PASSES = (
     "in work the script runs between two passes over the loop (an evaluation, a checkpoint, "
     "logging at an epoch's end), not in the steps"
+)
+#: ... where the steps iterate a tf.data pipeline: its iterator made anew at each pass too.
+BETWEEN_PASSES_DATA = (
+    "between two passes over the loop: the next pass's iterator made anew (the tf.data "
+    "pipeline set up again: a generator started over, its files opened, its first batch "
+    "waited for) and whatever the script runs at an epoch's end (an evaluation, a checkpoint, "
+    "logging), not in the steps"
+)
+BETWEEN_FIX_DATA = (
+    "Iterate one stream across the passes so none is set up again: it = iter(ds.repeat()) "
+    "once, then itertools.islice(it, batches_per_epoch) each pass (or .cache() the pipeline "
+    "where its set-up is the data's reading); what the script runs at an epoch's end, run less "
+    "often or on fewer samples{long_cheaper}; a faster training step does not change it."
 )
 #: Where every one ended a pass over the steps' loop: the loop's own end.
 PASS_END = (
