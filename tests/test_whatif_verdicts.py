@@ -931,3 +931,22 @@ def test_steps_per_execution_is_not_tried_on_epochs_of_fewer_batches_than_it_gro
     one = SimpleNamespace(facts=SimpleNamespace(model=model, fit={"steps_per_epoch": 1}))
     got = whatifs.keras_steps(one, 4)  # type: ignore[arg-type]
     assert got == "an epoch of fit is one batch, and a call runs the batches of one epoch only"
+
+
+def test_a_what_if_with_no_prediction_refutes_its_fix_only_where_it_rules_out_a_tenth() -> None:
+    # Keras-GAN's DCGAN: predict -> model(x) measured -93 to +147 ms on a 372 ms step in 3
+    # pairs beside a busy process, and its finding read "Not the advice here ... no measurable
+    # change"; an interval that stays under a tenth of the step is evidence against it.
+    from types import SimpleNamespace
+
+    from profiler.diagnoses import performance
+
+    wide = SimpleNamespace(saves=False, verdict="inconclusive", interval_us=(-93_031.0, 147_337.0),
+                           predicted_us=None, baseline_us=371_884.0)  # fmt: skip
+    assert not performance.refutes(wide)
+    tight = SimpleNamespace(**{**vars(wide), "interval_us": (-9_000.0, 12_000.0)})
+    assert performance.refutes(tight)
+    # Slower is always evidence against; a prediction is judged against half of it.
+    assert performance.refutes(SimpleNamespace(**{**vars(wide), "verdict": "slower"}))
+    predicted = SimpleNamespace(**{**vars(tight), "predicted_us": 30_000.0})
+    assert performance.refutes(predicted)
