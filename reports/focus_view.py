@@ -364,8 +364,8 @@ def _fit_parts(
         # A new model's train function traces at its first fit; one model fit again and again
         # pays the set-up only (a stateful LSTM's 400 fit calls on one model read "a new
         # model's train function traced").
-        models = int(fit.get("models") or 1)
-        why = "fit's set-up, a new model's train function traced" if models > 1 else "fit's set-up"
+        one = fit.get("models") == 1
+        why = "fit's set-up" if one else "fit's set-up, a new model's train function traced"
         take(sum(excess), f"{which} {{s:,.1f}} s ({why})", within)
     return out, inside
 

@@ -329,6 +329,15 @@ def test_a_fits_validations_epoch_ends_and_later_fits_are_told_apart_in_the_step
         "steps at the median (the what-ifs' blocks and the instruments); the rest 2.8 s, not "
         "told apart))"
     ) in line, line
+    # One model fit again and again pays the set-up only (a stateful LSTM's 400 fit calls read
+    # "a new model's train function traced").
+    one = focus_view._budget(
+        {**script, "fit": {**fit, "models": 1}},
+        None,
+        5_000.0,
+        {"warmup_steps": 3, "warmup_excess_ms": 50.0},
+    )
+    assert "the later fit's first step 3.0 s (fit's set-up); " in one, one
     # A fit with none of them worth saying (5% of the time each): as before.
     few = {**fit, "validations_ns": [1_000_000, 1_000_000], "epoch_ends": [], "call_steps": [0]}
     line = focus_view._budget({**script, "fit": few}, None, 5_000.0, None)
