@@ -639,8 +639,9 @@ class Schedule:
             return record
         cap_ns = max(TIMED_CAP_FACTOR * more * step_ns, int(TIMED_CAP_MIN_S * 1e9))
         self.sched.caps[phase.name] = (cap_ns, 1)
-        self.out.plan["phases"][phase.name]["extended"] = more
-        self.out.plan["phases"][phase.name]["extended_step_us"] = round(step_ns / 1e3, 3)
+        entry = self.out.plan["phases"].setdefault(phase.name, {})
+        entry["extended"] = more
+        entry["extended_step_us"] = round(step_ns / 1e3, 3)
         self.loop.set_active(phase.name)
         try:
             window = self.sched.extend(record.window, more)
