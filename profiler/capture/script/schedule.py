@@ -534,18 +534,7 @@ class Schedule:
             if instrumented and not fresh:
                 self._reference(step_ns, after, phase.name)
             ctx = self._ctx(spec, step_ns)
-            slots = schedule.plan(
-                self.phases[i:],
-                ctx,
-                timed_steps=self.timed_steps,
-                available=self._room(spec, i),
-                scale=scale,
-                floors=SCRIPT_FLOORS,
-                extra_s=EXTRA_S,
-                targets=SCRIPT_TARGETS,
-                rewarm_s=REWARM_S,
-                tight_floors=self._tight_floors(step_ns),
-            )
+            slots = self._plan(self.phases[i:], ctx, self._room(spec, i), scale, step_ns)
             slot = slots.get(phase.name)
             if slot is not None:
                 self.out.plan["phases"][phase.name] = {
@@ -621,18 +610,8 @@ class Schedule:
             # A job's workers step together: one extending its window alone would shift
             # their later windows apart.
             return record
-        slots = schedule.plan(
-            self.phases[i:],
-            self._ctx(spec, step_ns),
-            timed_steps=self.timed_steps,
-            available=self._room(spec, i),
-            scale=scale,
-            floors=SCRIPT_FLOORS,
-            extra_s=EXTRA_S,
-            targets=SCRIPT_TARGETS,
-            rewarm_s=REWARM_S,
-            tight_floors=self._tight_floors(step_ns),
-        )
+        ctx = self._ctx(spec, step_ns)
+        slots = self._plan(self.phases[i:], ctx, self._room(spec, i), scale, step_ns)
         slot = slots.get(phase.name)
         more = (slot.window if slot is not None else 0) - record.window.n_steps
         if more < EXTEND_MIN:
@@ -652,6 +631,29 @@ class Schedule:
             self.loop.set_active("")
         self.out.params = Params(steps=window.n_steps, n=1).as_dict()
         return dataclasses.replace(record, window=window, data=self.sched.cpu)
+
+    def _plan(
+        self,
+        phases: list[Phase],
+        ctx: PhaseContext,
+        available: int | None,
+        scale: float,
+        step_ns: int,
+    ) -> dict[str, schedule.Slot]:
+        """``schedule.plan`` with a script's floors, targets and re-warm, and the tight floors
+        at ``step_ns``: the windows of ``phases`` in ``available`` steps (None: not known)."""
+        return schedule.plan(
+            phases,
+            ctx,
+            timed_steps=self.timed_steps,
+            available=available,
+            scale=scale,
+            floors=SCRIPT_FLOORS,
+            extra_s=EXTRA_S,
+            targets=SCRIPT_TARGETS,
+            rewarm_s=REWARM_S,
+            tight_floors=self._tight_floors(step_ns),
+        )
 
     def _tight_floors(self, step_ns: int) -> dict[str, int]:
         """The windows a plan that does not fit shrinks to: the fewest steps measuring each
@@ -751,18 +753,8 @@ class Schedule:
         deferred: dict[str, str] = {}
         while len(running) > 1:
             blocks = sum(1 for p in running if self._instrumented(p, spec))
-            slots = schedule.plan(
-                running,
-                ctx,
-                timed_steps=self.timed_steps,
-                available=max(left - blocks * self.ref_steps(step_ns), 0),
-                scale=scale,
-                floors=SCRIPT_FLOORS,
-                extra_s=EXTRA_S,
-                targets=SCRIPT_TARGETS,
-                rewarm_s=REWARM_S,
-                tight_floors=self._tight_floors(step_ns),
-            )
+            available = max(left - blocks * self.ref_steps(step_ns), 0)
+            slots = self._plan(running, ctx, available, scale, step_ns)
             thin = [
                 p.name
                 for p in running
